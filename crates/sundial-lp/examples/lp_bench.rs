@@ -1,0 +1,142 @@
+//! Micro benchmark: parses 200k TSBS cpu-only lines held in memory and prints lines/s and MB/s.
+//!
+//! Run: `cargo run --release -p sundial-lp --example lp_bench [lines] [rounds]`.
+
+use std::borrow::Cow;
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use sundial_lp::{FieldValue, Line, parse_lines, write_line};
+
+const FIELDS: [&str; 10] = [
+    "usage_user",
+    "usage_system",
+    "usage_idle",
+    "usage_nice",
+    "usage_iowait",
+    "usage_irq",
+    "usage_softirq",
+    "usage_steal",
+    "usage_guest",
+    "usage_guest_nice",
+];
+
+/// A small xorshift generator: deterministic data without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// One TSBS `cpu` line as TSBS's generator writes it (1000 hosts, 10 s apart).
+fn tsbs_line(i: u64, rng: &mut Rng) -> Line<'static> {
+    let host = i % 1000;
+    let owned = |s: String| Cow::Owned(s);
+    let tag = |k: &'static str, v: String| (Cow::Borrowed(k), owned(v));
+    let regions = ["eu-central-1", "us-west-1", "ap-northeast-1", "sa-east-1"];
+    let region = regions[(host % 4) as usize];
+    let tags = vec![
+        tag("hostname", format!("host_{host}")),
+        tag("region", region.to_owned()),
+        tag(
+            "datacenter",
+            format!("{region}{}", ["a", "b", "c"][(host % 3) as usize]),
+        ),
+        tag("rack", (host % 100).to_string()),
+        tag(
+            "os",
+            ["Ubuntu15.10", "Ubuntu16.04LTS", "Ubuntu16.10"][(host % 3) as usize].to_owned(),
+        ),
+        tag("arch", ["x86", "x64"][(host % 2) as usize].to_owned()),
+        tag(
+            "team",
+            ["SF", "NYC", "LON", "CHI"][(host % 4) as usize].to_owned(),
+        ),
+        tag("service", (host % 20).to_string()),
+        tag("service_version", (host % 2).to_string()),
+        tag(
+            "service_environment",
+            ["test", "staging", "production"][(host % 3) as usize].to_owned(),
+        ),
+    ];
+    let fields = FIELDS
+        .iter()
+        .map(|&f| (Cow::Borrowed(f), FieldValue::Integer(rng.below(100) as i64)))
+        .collect();
+    let timestamp = 1_451_606_400_000_000_000 + (i / 1000) as i64 * 10_000_000_000;
+    Line {
+        measurement: Cow::Borrowed("cpu"),
+        tags,
+        fields,
+        timestamp: Some(timestamp),
+        line_number: 0,
+    }
+}
+
+fn body(lines: u64) -> String {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut out = String::with_capacity(lines as usize * 400);
+    for i in 0..lines {
+        write_line(&mut out, &tsbs_line(i, &mut rng));
+        out.push('\n');
+    }
+    out
+}
+
+/// Parses the whole body once; returns a checksum so the work cannot be optimised away.
+fn parse_all(body: &[u8]) -> (usize, i64) {
+    let (mut lines, mut sum) = (0, 0i64);
+    for line in parse_lines(body) {
+        let line = line.expect("generated lines are valid");
+        lines += 1;
+        sum = sum.wrapping_add(line.tags.len() as i64);
+        for (_, v) in &line.fields {
+            if let FieldValue::Integer(v) = v {
+                sum = sum.wrapping_add(*v);
+            }
+        }
+    }
+    (lines, sum)
+}
+
+fn main() {
+    let mut args = std::env::args()
+        .skip(1)
+        .map(|a| a.parse::<u64>().expect("numeric argument"));
+    let lines = args.next().unwrap_or(200_000);
+    let rounds = args.next().unwrap_or(10);
+    let body = body(lines);
+    println!(
+        "{lines} lines, {:.1} MB, {:.0} bytes/line",
+        body.len() as f64 / 1e6,
+        body.len() as f64 / lines as f64
+    );
+    black_box(parse_all(body.as_bytes())); // warm-up
+    let mut best = Duration::MAX;
+    let mut total = Duration::ZERO;
+    for _ in 0..rounds {
+        let start = Instant::now();
+        let (parsed, sum) = parse_all(black_box(body.as_bytes()));
+        let took = start.elapsed();
+        assert_eq!(parsed as u64, lines);
+        black_box(sum);
+        best = best.min(took);
+        total += took;
+    }
+    let report = |label: &str, d: Duration| {
+        let secs = d.as_secs_f64();
+        println!(
+            "{label}: {:.2} M lines/s, {:.0} MB/s ({:.0} ns/line)",
+            lines as f64 / secs / 1e6,
+            body.len() as f64 / secs / 1e6,
+            secs * 1e9 / lines as f64
+        );
+    };
+    report("best", best);
+    report("mean", total / rounds as u32);
+}

@@ -1,0 +1,977 @@
+//! The parser. Tokens end at bytes found 8 at a time (SWAR) and checked against a byte-class table;
+//! names are sliced out of the body's UTF-8-validated text (validated once for the whole body, not
+//! per token); numbers are parsed by hand, except floats.
+//!
+//! Lines are not split up front: the parser finds where a line ends, since a string value may
+//! contain newlines. After an error the line ends at the first newline after what was consumed.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use crate::error::{self, ParseError, ParseErrorKind, ValueError};
+use crate::{FieldValue, LINE_BYTES_MAX, Line};
+
+// Byte classes: a scan stops at the first byte whose class shares a bit with the scan's mask.
+const SPACE: u8 = 1;
+const COMMA: u8 = 2;
+const EQUALS: u8 = 4;
+const BACKSLASH: u8 = 8;
+/// `\n` and `\r`; a `\r` ends a line only before `\n` or at the end of the body (see [`is_eol`]).
+const EOL: u8 = 16;
+const QUOTE: u8 = 32;
+const NEWLINE: u8 = 64;
+
+static CLASS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    table[b' ' as usize] = SPACE;
+    table[b',' as usize] = COMMA;
+    table[b'=' as usize] = EQUALS;
+    table[b'\\' as usize] = BACKSLASH;
+    table[b'\n' as usize] = EOL | NEWLINE;
+    table[b'\r' as usize] = EOL;
+    table[b'"' as usize] = QUOTE;
+    table
+};
+
+const MEASUREMENT_STOP: u8 = SPACE | COMMA | BACKSLASH | EOL;
+const MEASUREMENT_ESCAPES: u8 = SPACE | COMMA;
+/// Tag keys, tag values and field keys.
+const NAME_STOP: u8 = SPACE | COMMA | EQUALS | BACKSLASH | EOL;
+const NAME_ESCAPES: u8 = SPACE | COMMA | EQUALS;
+/// Numbers and booleans.
+const VALUE_STOP: u8 = SPACE | COMMA | EOL;
+const STRING_STOP: u8 = QUOTE | BACKSLASH | NEWLINE;
+const TIME_STOP: u8 = SPACE | EOL;
+
+/// Cap on the capacity reserved for a line's tags or fields from the previous line's counts: one
+/// line with a million tags must not make every following line reserve a million slots.
+const CAPACITY_HINT_MAX: usize = 64;
+
+/// Up to this many keys, duplicates are looked for pairwise (cheaper than sorting for TSBS-sized
+/// lines); beyond it by sorting, so a hostile line with many keys stays `n log n`.
+const PAIRWISE_MAX: usize = 16;
+
+#[inline(always)]
+fn class(b: u8) -> u8 {
+    CLASS[usize::from(b)]
+}
+
+/// Parses a line-protocol body: an iterator with one item per non-blank, non-comment line.
+pub fn parse_lines(body: &[u8]) -> Lines<'_> {
+    Lines {
+        body,
+        pos: 0,
+        line_number: 1,
+        text: valid_prefix(body),
+        text_start: 0,
+        line_bytes_max: LINE_BYTES_MAX,
+        scratch: Scratch::default(),
+    }
+}
+
+/// Iterator over the lines of a body, from [`parse_lines`]: yields `Ok(Line)` or `Err(ParseError)`
+/// per line, skipping blank and `#` comment lines. An error never stops the iteration.
+#[derive(Clone)]
+pub struct Lines<'a> {
+    body: &'a [u8],
+    /// Start of the next line.
+    pos: usize,
+    /// 1-based line number at `pos`.
+    line_number: usize,
+    /// `body[text_start..]` up to its first invalid UTF-8 byte; `text_start <= pos`, and that invalid
+    /// byte (if any) is the first one at or after `pos`.
+    text: &'a str,
+    text_start: usize,
+    line_bytes_max: usize,
+    scratch: Scratch,
+}
+
+/// State kept across lines to save allocations.
+#[derive(Clone, Default)]
+struct Scratch {
+    /// Lengths of the previous line's vectors: consecutive lines usually have the same shape, so
+    /// one exact allocation each instead of a series of regrowths.
+    tags_hint: usize,
+    fields_hint: usize,
+    /// Where each tag key of the current line starts, to place a duplicate-tag error.
+    tag_starts: Vec<usize>,
+}
+
+impl fmt::Debug for Lines<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lines")
+            .field("body_len", &self.body.len())
+            .field("pos", &self.pos)
+            .field("line_number", &self.line_number)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Lines<'a> {
+    /// Sets the longest accepted line in bytes (default [`LINE_BYTES_MAX`]).
+    pub fn line_bytes_max(mut self, limit: usize) -> Self {
+        self.line_bytes_max = limit;
+        self
+    }
+
+    fn text_end(&self) -> usize {
+        self.text_start + self.text.len()
+    }
+
+    /// Moves past a line whose terminating `\n` is at `newline` (or the body's end) and which holds
+    /// `newlines` more `\n` inside string values.
+    fn advance(&mut self, newline: usize, newlines: usize) {
+        let next = newline.saturating_add(1).min(self.body.len());
+        if self.text_end() < next {
+            // The line held the invalid byte: validate again from the next line on.
+            self.text_start = next;
+            self.text = valid_prefix(self.body.get(next..).unwrap_or_default());
+        }
+        self.pos = next;
+        self.line_number += 1 + newlines;
+    }
+
+    /// Parses the line starting at `start` (its first non-blank byte at `first`) and moves past it.
+    fn record(&mut self, start: usize, first: usize) -> Result<Line<'a>, ParseError> {
+        let mut parser = Parser {
+            buf: self.body,
+            text: self.text,
+            text_start: self.text_start,
+            newlines: 0,
+        };
+        let (outcome, eol, newline, newlines) = match parser.line(first, &mut self.scratch) {
+            Ok((line, eol)) => (Ok(line), eol, newline_at(self.body, eol), parser.newlines),
+            Err(fail) => {
+                // Resume after the first newline the parser did not consume as part of a string.
+                let newline = find(self.body, fail.resume, NEWLINE);
+                let eol = if newline > first && self.body.get(newline - 1) == Some(&b'\r') {
+                    newline - 1
+                } else {
+                    newline
+                };
+                let newlines = count_newlines(self.body.get(start..newline).unwrap_or_default());
+                (Err((fail.kind, fail.at)), eol, newline, newlines)
+            }
+        };
+        let outcome = if eol.saturating_sub(start) > self.line_bytes_max {
+            Err((
+                ParseErrorKind::LineTooLong {
+                    limit: self.line_bytes_max,
+                },
+                start + self.line_bytes_max,
+            ))
+        } else if self.text_end() < eol {
+            Err((ParseErrorKind::InvalidUtf8, self.text_end()))
+        } else {
+            outcome
+        };
+        let line_number = self.line_number;
+        self.advance(newline, newlines);
+        match outcome {
+            Ok(mut line) => {
+                line.line_number = line_number;
+                self.scratch.tags_hint = line.tags.len().min(CAPACITY_HINT_MAX);
+                self.scratch.fields_hint = line.fields.len().min(CAPACITY_HINT_MAX);
+                Ok(line)
+            }
+            Err((kind, at)) => Err(ParseError {
+                line_number,
+                column: at.saturating_sub(start) + 1,
+                kind,
+                line_text: error::line_text(self.body.get(first..eol).unwrap_or_default()),
+            }),
+        }
+    }
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = Result<Line<'a>, ParseError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.pos < self.body.len() {
+            let start = self.pos;
+            let first = skip_blanks(self.body, start);
+            if !is_eol(self.body, first) && self.body.get(first) != Some(&b'#') {
+                return Some(self.record(start, first));
+            }
+            // Blank or comment line: comments are not checked, not even for UTF-8 (as InfluxDB).
+            self.advance(find(self.body, first, NEWLINE), 0);
+        }
+        None
+    }
+}
+
+impl std::iter::FusedIterator for Lines<'_> {}
+
+/// Why a line failed: the error, its position, and where to look for the line's end.
+struct Fail {
+    kind: ParseErrorKind,
+    at: usize,
+    /// The line ends at the first `\n` at or after this (everything before was consumed by the
+    /// parser, including newlines inside complete strings).
+    resume: usize,
+}
+
+type Parsed<T> = Result<T, Fail>;
+
+fn fail<T>(kind: ParseErrorKind, at: usize) -> Parsed<T> {
+    fail_resuming(kind, at, at)
+}
+
+fn fail_resuming<T>(kind: ParseErrorKind, at: usize, resume: usize) -> Parsed<T> {
+    Err(Fail { kind, at, resume })
+}
+
+/// One line's parse. Positions are indexes into the whole body.
+struct Parser<'a> {
+    buf: &'a [u8],
+    /// Valid UTF-8 text of `buf[text_start..]` up to the first invalid byte.
+    text: &'a str,
+    text_start: usize,
+    /// `\n` seen inside string values so far.
+    newlines: usize,
+}
+
+impl<'a> Parser<'a> {
+    /// Parses the line whose first non-blank byte is at `first`; returns it (line number unset) and
+    /// the position of its line terminator (or the body's end).
+    fn line(&mut self, first: usize, scratch: &mut Scratch) -> Parsed<(Line<'a>, usize)> {
+        if self.buf.get(first) == Some(&b',') {
+            return fail(ParseErrorKind::MissingMeasurement, first);
+        }
+        let (end, escaped) = self.scan_name(first, MEASUREMENT_STOP, MEASUREMENT_ESCAPES);
+        let measurement = self.name(first, end, escaped, MEASUREMENT_ESCAPES)?;
+        let mut tags = Vec::with_capacity(scratch.tags_hint);
+        let mut pos = end;
+        if self.buf.get(pos) == Some(&b',') {
+            pos = self.tags(pos, &mut tags, &mut scratch.tag_starts)?;
+        }
+        if self.buf.get(pos) != Some(&b' ') {
+            return fail(ParseErrorKind::MissingFields, pos);
+        }
+        if let Some(repeat) = first_repeat(&tags) {
+            let at = scratch.tag_starts.get(repeat).copied().unwrap_or(pos);
+            return fail(ParseErrorKind::DuplicateTags, at);
+        }
+        pos = skip_blanks(self.buf, pos + 1);
+        if is_eol(self.buf, pos) {
+            return fail(ParseErrorKind::MissingFields, pos);
+        }
+        let mut fields = Vec::with_capacity(scratch.fields_hint);
+        pos = self.fields(pos, &mut fields)?;
+        dedupe_last_wins(&mut fields);
+        let (timestamp, eol) = self.timestamp(pos)?;
+        Ok((
+            Line {
+                measurement,
+                tags,
+                fields,
+                timestamp,
+                line_number: 0,
+            },
+            eol,
+        ))
+    }
+
+    /// Parses `,key=value` pairs from the comma at `comma`; returns the position of the space that
+    /// ends them.
+    fn tags(
+        &self,
+        mut comma: usize,
+        tags: &mut Vec<(Cow<'a, str>, Cow<'a, str>)>,
+        starts: &mut Vec<usize>,
+    ) -> Parsed<usize> {
+        starts.clear();
+        loop {
+            let key = comma + 1;
+            let bad_start = self
+                .buf
+                .get(key)
+                .is_none_or(|&b| class(b) & (SPACE | COMMA | EQUALS) != 0);
+            if bad_start || is_eol(self.buf, key) {
+                return fail(ParseErrorKind::MissingTagKey, key);
+            }
+            let (key_end, key_escaped) = self.scan_name(key, NAME_STOP, NAME_ESCAPES);
+            if self.buf.get(key_end) != Some(&b'=') {
+                return fail(ParseErrorKind::MissingTagValue, key_end);
+            }
+            let value = key_end + 1;
+            if matches!(self.buf.get(value), Some(b',' | b' ')) || is_eol(self.buf, value) {
+                return fail(ParseErrorKind::MissingTagValue, key_end); // Points at the `=`.
+            }
+            // InfluxDB takes a value's first byte as is, even an `=` (`a==b` is the value `=b`).
+            let from = if self.buf.get(value) == Some(&b'=') {
+                value + 1
+            } else {
+                value
+            };
+            let (value_end, value_escaped) = self.scan_name(from, NAME_STOP, NAME_ESCAPES);
+            let stop = self.buf.get(value_end).copied();
+            if stop == Some(b'=') {
+                return fail(ParseErrorKind::InvalidTagFormat, value_end);
+            }
+            let key_name = self.name(key, key_end, key_escaped, NAME_ESCAPES)?;
+            let value_name = self.name(value, value_end, value_escaped, NAME_ESCAPES)?;
+            push((key_name, value_name), tags);
+            starts.push(key);
+            match stop {
+                Some(b',') => comma = value_end,
+                Some(b' ') => return Ok(value_end),
+                _ => return fail(ParseErrorKind::MissingFields, value_end),
+            }
+        }
+    }
+
+    /// Parses `key=value[,key=value...]` from `key`; returns the position after the last value (a
+    /// space or the line's end).
+    fn fields(
+        &mut self,
+        mut key: usize,
+        fields: &mut Vec<(Cow<'a, str>, FieldValue<'a>)>,
+    ) -> Parsed<usize> {
+        loop {
+            let (key_end, escaped) = self.scan_name(key, NAME_STOP, NAME_ESCAPES);
+            let at_equals = self.buf.get(key_end) == Some(&b'=');
+            if key_end == key && at_equals {
+                return fail(ParseErrorKind::MissingFieldKey, key);
+            }
+            if key_end == key || !at_equals {
+                return fail(ParseErrorKind::InvalidFieldFormat, key_end);
+            }
+            let name = self.name(key, key_end, escaped, NAME_ESCAPES)?;
+            let (value, end) = self.field_value(key_end + 1)?;
+            push((name, value), fields);
+            if self.buf.get(end) != Some(&b',') {
+                return Ok(end);
+            }
+            key = end + 1;
+        }
+    }
+
+    /// Parses the field value at `at`; returns it and the position after it.
+    fn field_value(&mut self, at: usize) -> Parsed<(FieldValue<'a>, usize)> {
+        // A missing value is reported at the `=` before it.
+        let equals = at.saturating_sub(1);
+        let Some(&first) = self.buf.get(at) else {
+            return fail(ParseErrorKind::MissingFieldValue, equals);
+        };
+        match first {
+            b'"' => self.string(at),
+            // `N` and `n` go here as InfluxDB does, so NaN is "invalid number".
+            b'0'..=b'9' | b'.' | b'-' | b'N' | b'n' => {
+                let end = self.scan_value(at, VALUE_STOP);
+                match parse_number(self.buf.get(at..end).unwrap_or_default()) {
+                    Ok(value) => Ok((value, end)),
+                    Err(e) => fail_resuming(ParseErrorKind::InvalidFieldValue(e), at, end),
+                }
+            }
+            _ if class(first) & (SPACE | COMMA) != 0 || is_eol(self.buf, at) => {
+                fail(ParseErrorKind::MissingFieldValue, equals)
+            }
+            _ => {
+                let end = self.scan_value(at, VALUE_STOP);
+                match parse_bool(self.buf.get(at..end).unwrap_or_default()) {
+                    Ok(value) => Ok((FieldValue::Boolean(value), end)),
+                    Err(e) => fail_resuming(ParseErrorKind::InvalidFieldValue(e), at, end),
+                }
+            }
+        }
+    }
+
+    /// Parses the string value whose opening quote is at `quote`.
+    fn string(&mut self, quote: usize) -> Parsed<(FieldValue<'a>, usize)> {
+        let mut pos = quote + 1;
+        let mut escaped = false;
+        loop {
+            pos = find(self.buf, pos, STRING_STOP);
+            match self.buf.get(pos) {
+                Some(b'"') => break,
+                Some(b'\\') if matches!(self.buf.get(pos + 1), Some(b'\\' | b'"')) => {
+                    escaped = true;
+                    pos += 2;
+                }
+                Some(b'\\') => pos += 1,
+                Some(_) => {
+                    self.newlines += 1;
+                    pos += 1;
+                }
+                // Unterminated: for recovery, the line ends at the newline after the quote.
+                None => return fail_resuming(ParseErrorKind::UnterminatedString, quote, quote + 1),
+            }
+        }
+        let text = self.str(quote + 1, pos)?;
+        let value = if escaped {
+            Cow::Owned(unescape_string(text))
+        } else {
+            Cow::Borrowed(text)
+        };
+        let end = pos + 1;
+        if !matches!(self.buf.get(end), Some(b',' | b' ')) && !is_eol(self.buf, end) {
+            return fail(ParseErrorKind::InvalidFieldFormat, end);
+        }
+        Ok((FieldValue::String(value), end))
+    }
+
+    /// Parses the optional timestamp after the fields (`pos` is the space or line end after them);
+    /// returns it and the position of the line terminator.
+    fn timestamp(&self, pos: usize) -> Parsed<(Option<i64>, usize)> {
+        let start = skip_blanks(self.buf, pos);
+        if is_eol(self.buf, start) {
+            return Ok((None, start));
+        }
+        let end = self.scan_value(start, TIME_STOP);
+        let timestamp = match parse_i64(self.buf.get(start..end).unwrap_or_default()) {
+            Ok(t) => t,
+            Err(Digits::Syntax) => {
+                return fail_resuming(ParseErrorKind::InvalidTimestamp, start, end);
+            }
+            Err(Digits::Overflow) => {
+                return fail_resuming(ParseErrorKind::TimestampOutOfRange, start, end);
+            }
+        };
+        let mut after = end;
+        while self.buf.get(after) == Some(&b' ') {
+            after += 1;
+        }
+        if !is_eol(self.buf, after) {
+            return fail(ParseErrorKind::TrailingGarbage, after);
+        }
+        Ok((Some(timestamp), after))
+    }
+
+    /// Finds the end of a name starting at `pos`: the first byte in `stop` not escaped by a
+    /// backslash. Returns it and whether an escape was seen.
+    #[inline(always)]
+    fn scan_name(&self, mut pos: usize, stop: u8, escapes: u8) -> (usize, bool) {
+        let mut escaped = false;
+        loop {
+            pos = find(self.buf, pos, stop);
+            match self.buf.get(pos) {
+                Some(b'\\')
+                    if self
+                        .buf
+                        .get(pos + 1)
+                        .is_some_and(|&b| class(b) & escapes != 0) =>
+                {
+                    escaped = true;
+                    pos += 2;
+                }
+                // A backslash before anything else is a literal backslash.
+                Some(b'\\') => pos += 1,
+                Some(b'\r') if !is_eol(self.buf, pos) => pos += 1,
+                _ => return (pos, escaped),
+            }
+        }
+    }
+
+    /// Finds the end of a number, boolean or timestamp starting at `pos`.
+    #[inline(always)]
+    fn scan_value(&self, mut pos: usize, stop: u8) -> usize {
+        loop {
+            pos = find(self.buf, pos, stop);
+            if self.buf.get(pos) == Some(&b'\r') && !is_eol(self.buf, pos) {
+                pos += 1;
+            } else {
+                return pos;
+            }
+        }
+    }
+
+    /// The name `buf[from..to]`, unescaped if `escaped`.
+    #[inline(always)]
+    fn name(&self, from: usize, to: usize, escaped: bool, escapes: u8) -> Parsed<Cow<'a, str>> {
+        let text = self.str(from, to)?;
+        Ok(if escaped {
+            Cow::Owned(unescape_name(text, escapes))
+        } else {
+            Cow::Borrowed(text)
+        })
+    }
+
+    /// `buf[from..to]` as text; fails if it reaches invalid UTF-8.
+    #[inline(always)]
+    fn str(&self, from: usize, to: usize) -> Parsed<&'a str> {
+        let text = match (
+            from.checked_sub(self.text_start),
+            to.checked_sub(self.text_start),
+        ) {
+            (Some(from), Some(to)) => self.text.get(from..to),
+            _ => None,
+        };
+        text.ok_or(Fail {
+            kind: ParseErrorKind::InvalidUtf8,
+            at: from,
+            resume: to,
+        })
+    }
+}
+
+/// `vec.push(item)`, written so that the common case (spare capacity) stores `item` straight from
+/// registers: with the growth call on the same path, the compiler spills the item to the stack and
+/// copies it with wider loads than its stores, a store-forwarding stall per tag and field.
+#[inline(always)]
+#[allow(clippy::if_same_then_else)] // The branches differ in what the compiler knows.
+fn push<T>(item: T, vec: &mut Vec<T>) {
+    if vec.len() < vec.capacity() {
+        vec.push(item);
+    } else {
+        vec.push(item);
+    }
+}
+
+/// Position of the first byte at or after `from` whose class is in `mask`, or the body's length.
+///
+/// Looks at 8 bytes at a time (SWAR): [`candidates`] flags a superset of the wanted bytes, and the
+/// lowest flag is checked against the class table. A byte loop is several times slower on TSBS
+/// lines, and this is most of the parser's work.
+#[inline(always)]
+fn find(buf: &[u8], from: usize, mask: u8) -> usize {
+    let mut pos = from;
+    while let Some(chunk) = buf.get(pos..pos.saturating_add(8)) {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        let hits = candidates(word, mask);
+        if hits == 0 {
+            pos += 8;
+            continue;
+        }
+        let at = pos + (hits.trailing_zeros() / 8) as usize;
+        if buf.get(at).is_some_and(|&b| class(b) & mask != 0) {
+            return at;
+        }
+        pos = at + 1; // A control byte flagged as a possible line end.
+    }
+    match buf.get(pos..) {
+        Some(rest) => rest
+            .iter()
+            .position(|&b| class(b) & mask != 0)
+            .map_or(buf.len(), |i| pos + i),
+        None => buf.len(),
+    }
+}
+
+const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
+
+/// Flags (high bit of the byte) every byte of `word` whose class may be in `mask`; the lowest flag
+/// is exact for the tests it combines, but `< 0x21` also flags tabs and other control bytes.
+#[inline(always)]
+fn candidates(word: u64, mask: u8) -> u64 {
+    // Lowest-flag-exact tests: a borrow only reaches a byte above a byte that matched.
+    let below = |n: u8| word.wrapping_sub(LOW_BITS * u64::from(n)) & !word & HIGH_BITS;
+    let equal = |c: u8| {
+        let x = word ^ (LOW_BITS * u64::from(c));
+        x.wrapping_sub(LOW_BITS) & !x & HIGH_BITS
+    };
+    let mut hits = 0;
+    if mask & (SPACE | EOL) != 0 {
+        hits |= below(b' ' + 1); // space, `\n`, `\r`
+    } else if mask & NEWLINE != 0 {
+        hits |= equal(b'\n');
+    }
+    if mask & COMMA != 0 {
+        hits |= equal(b',');
+    }
+    if mask & EQUALS != 0 {
+        hits |= equal(b'=');
+    }
+    if mask & BACKSLASH != 0 {
+        hits |= equal(b'\\');
+    }
+    if mask & QUOTE != 0 {
+        hits |= equal(b'"');
+    }
+    hits
+}
+
+/// Whether a line ends at `pos`: `\n`, `\r\n`, a `\r` ending the body, or the body's end.
+#[inline(always)]
+fn is_eol(buf: &[u8], pos: usize) -> bool {
+    match buf.get(pos) {
+        None | Some(b'\n') => true,
+        Some(b'\r') => matches!(buf.get(pos + 1), None | Some(b'\n')),
+        Some(_) => false,
+    }
+}
+
+/// The `\n` of the line terminator at `eol` (or the body's length if there is none).
+fn newline_at(buf: &[u8], eol: usize) -> usize {
+    match buf.get(eol) {
+        Some(b'\r') if buf.get(eol + 1) == Some(&b'\n') => eol + 1,
+        Some(b'\r') => buf.len(),
+        _ => eol,
+    }
+}
+
+/// Skips spaces, tabs and NULs (InfluxDB's whitespace between sections).
+#[inline(always)]
+fn skip_blanks(buf: &[u8], mut pos: usize) -> usize {
+    while matches!(buf.get(pos), Some(b' ' | b'\t' | 0)) {
+        pos += 1;
+    }
+    pos
+}
+
+fn count_newlines(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b == b'\n').count()
+}
+
+/// The longest valid UTF-8 prefix of `bytes`.
+fn valid_prefix(bytes: &[u8]) -> &str {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => bytes
+            .get(..e.valid_up_to())
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .unwrap_or_default(),
+    }
+}
+
+/// Removes the backslash of each `\x` with `x` in `escapes`.
+fn unescape_name(text: &str, escapes: u8) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut copied, mut pos) = (0, 0);
+    while let Some(&b) = bytes.get(pos) {
+        if b == b'\\' && bytes.get(pos + 1).is_some_and(|&n| class(n) & escapes != 0) {
+            // Both bytes are ASCII, so these are character boundaries.
+            out.push_str(text.get(copied..pos).unwrap_or_default());
+            copied = pos + 1;
+            pos += 2;
+        } else {
+            pos += 1;
+        }
+    }
+    out.push_str(text.get(copied..).unwrap_or_default());
+    out
+}
+
+/// Unescapes `\\` and `\"` in a string value; other backslashes stay.
+fn unescape_string(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut copied, mut pos) = (0, 0);
+    while let Some(&b) = bytes.get(pos) {
+        if b == b'\\' && matches!(bytes.get(pos + 1), Some(b'\\' | b'"')) {
+            out.push_str(text.get(copied..pos).unwrap_or_default());
+            copied = pos + 1;
+            pos += 2;
+        } else {
+            pos += 1;
+        }
+    }
+    out.push_str(text.get(copied..).unwrap_or_default());
+    out
+}
+
+/// Index of the first entry whose key repeats an earlier entry's key.
+#[inline]
+fn first_repeat<V>(items: &[(Cow<'_, str>, V)]) -> Option<usize> {
+    if items.len() > PAIRWISE_MAX {
+        let mut keyed: Vec<(&str, usize)> = items
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (&**k, i))
+            .collect();
+        keyed.sort_unstable();
+        return keyed
+            .windows(2)
+            .filter_map(|w| {
+                if let [(a, _), (b, j)] = w {
+                    (a == b).then_some(*j)
+                } else {
+                    None
+                }
+            })
+            .min();
+    }
+    // Compare cheap fingerprints first: distinct keys nearly always differ in length or last bytes.
+    let mut prints = [0u32; PAIRWISE_MAX];
+    for (print, (key, _)) in prints.iter_mut().zip(items) {
+        *print = fingerprint(key);
+    }
+    for j in 1..items.len() {
+        let print = prints[j % PAIRWISE_MAX];
+        for i in 0..j {
+            if prints[i % PAIRWISE_MAX] == print
+                && items.get(i).map(|e| &e.0) == items.get(j).map(|e| &e.0)
+            {
+                return Some(j);
+            }
+        }
+    }
+    None
+}
+
+/// Length and last two bytes (keys of a family, like `usage_user` and `usage_idle`, share their
+/// start): equal for equal keys.
+#[inline(always)]
+fn fingerprint(key: &str) -> u32 {
+    let bytes = key.as_bytes();
+    let tail = match bytes {
+        [.., a, b] => u32::from(*a) << 8 | u32::from(*b),
+        [a] => u32::from(*a),
+        [] => 0,
+    };
+    ((bytes.len() as u32) << 16) | tail
+}
+
+/// Keeps one field per key: the last value written (as in InfluxDB), at the position of the key's
+/// first occurrence. Keeping that position means the first field stays first, and only the first
+/// field key cannot start with a tab or NUL (those would be skipped as blanks when written back).
+#[inline]
+fn dedupe_last_wins(fields: &mut Vec<(Cow<'_, str>, FieldValue<'_>)>) {
+    if first_repeat(fields).is_none() {
+        return;
+    }
+    let mut dropped = vec![false; fields.len()];
+    let mut moves = Vec::new();
+    {
+        let mut keyed: Vec<(&str, usize)> = fields
+            .iter()
+            .enumerate()
+            .map(|(i, (k, _))| (&**k, i))
+            .collect();
+        keyed.sort_unstable();
+        for group in keyed.chunk_by(|a, b| a.0 == b.0) {
+            if let (Some(&(_, first)), Some(&(_, last))) = (group.first(), group.last())
+                && first != last
+            {
+                moves.push((first, last));
+                for &(_, i) in group.iter().skip(1) {
+                    if let Some(d) = dropped.get_mut(i) {
+                        *d = true;
+                    }
+                }
+            }
+        }
+    }
+    for (to, from) in moves {
+        let value = fields
+            .get_mut(from)
+            .map(|f| std::mem::replace(&mut f.1, FieldValue::Boolean(false)));
+        if let (Some(value), Some(slot)) = (value, fields.get_mut(to)) {
+            slot.1 = value;
+        }
+    }
+    let mut index = 0;
+    fields.retain(|_| {
+        let keep = !dropped.get(index).copied().unwrap_or(false);
+        index += 1;
+        keep
+    });
+}
+
+enum Digits {
+    Syntax,
+    Overflow,
+}
+
+/// Parses one or more ASCII digits.
+#[inline]
+fn parse_u64(digits: &[u8]) -> Result<u64, Digits> {
+    if digits.is_empty() {
+        return Err(Digits::Syntax);
+    }
+    if digits.len() <= 19 {
+        // Up to 19 digits cannot overflow a u64: skip the checks (timestamps have 19).
+        let mut value: u64 = 0;
+        for &d in digits {
+            let digit = d.wrapping_sub(b'0');
+            if digit > 9 {
+                return Err(Digits::Syntax);
+            }
+            value = value * 10 + u64::from(digit);
+        }
+        return Ok(value);
+    }
+    let mut value: u64 = 0;
+    let mut overflow = false;
+    for &d in digits {
+        let digit = d.wrapping_sub(b'0');
+        if digit > 9 {
+            return Err(Digits::Syntax);
+        }
+        // Keep scanning after an overflow: a later bad byte makes it a syntax error instead.
+        match value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(digit)))
+        {
+            Some(v) => value = v,
+            None => overflow = true,
+        }
+    }
+    if overflow {
+        Err(Digits::Overflow)
+    } else {
+        Ok(value)
+    }
+}
+
+/// Parses `-?digits` as an `i64`.
+#[inline]
+fn parse_i64(text: &[u8]) -> Result<i64, Digits> {
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    let magnitude = parse_u64(digits)?;
+    let value = if negative {
+        0i64.checked_sub_unsigned(magnitude)
+    } else {
+        i64::try_from(magnitude).ok()
+    };
+    value.ok_or(Digits::Overflow)
+}
+
+/// Parses a number value: `12i`, `12u` or a float.
+#[inline]
+fn parse_number(token: &[u8]) -> Result<FieldValue<'static>, ValueError> {
+    match token.split_last() {
+        Some((b'i', text)) => match parse_i64(text) {
+            Ok(v) => Ok(FieldValue::Integer(v)),
+            Err(Digits::Syntax) => Err(ValueError::Number),
+            Err(Digits::Overflow) => Err(ValueError::IntegerOutOfRange),
+        },
+        Some((b'u', text)) => match parse_u64(text) {
+            Ok(v) => Ok(FieldValue::UInteger(v)),
+            Err(Digits::Syntax) => Err(ValueError::Number),
+            Err(Digits::Overflow) => Err(ValueError::UnsignedOutOfRange),
+        },
+        _ => parse_float(token).map(FieldValue::Float),
+    }
+}
+
+/// Parses a float in InfluxDB's syntax, which is narrower than Rust's (no `+`, `inf`, `nan`).
+fn parse_float(token: &[u8]) -> Result<f64, ValueError> {
+    if !is_float_syntax(token) {
+        return Err(ValueError::Number);
+    }
+    let text = std::str::from_utf8(token).map_err(|_| ValueError::Number)?;
+    let value: f64 = text.parse().map_err(|_| ValueError::Number)?;
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(ValueError::FloatOutOfRange)
+    }
+}
+
+/// `-? digits? (. digits?)? ([eE] [+-]? digits)?` with at least one mantissa digit.
+fn is_float_syntax(token: &[u8]) -> bool {
+    let digits = |from: usize| {
+        token
+            .get(from..)
+            .map_or(0, |r| r.iter().take_while(|b| b.is_ascii_digit()).count())
+    };
+    let mut pos = usize::from(token.first() == Some(&b'-'));
+    let integer = digits(pos);
+    pos += integer;
+    let mut fraction = 0;
+    if token.get(pos) == Some(&b'.') {
+        fraction = digits(pos + 1);
+        pos += 1 + fraction;
+    }
+    if integer + fraction == 0 {
+        return false;
+    }
+    if matches!(token.get(pos), Some(b'e' | b'E')) {
+        pos += 1;
+        if matches!(token.get(pos), Some(b'+' | b'-')) {
+            pos += 1;
+        }
+        let exponent = digits(pos);
+        if exponent == 0 {
+            return false;
+        }
+        pos += exponent;
+    }
+    pos == token.len()
+}
+
+fn parse_bool(token: &[u8]) -> Result<bool, ValueError> {
+    match token {
+        b"t" | b"T" | b"true" | b"True" | b"TRUE" => Ok(true),
+        b"f" | b"F" | b"false" | b"False" | b"FALSE" => Ok(false),
+        _ => Err(ValueError::Boolean),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const MASKS: [u8; 6] = [
+        MEASUREMENT_STOP,
+        NAME_STOP,
+        VALUE_STOP,
+        STRING_STOP,
+        TIME_STOP,
+        NEWLINE,
+    ];
+
+    fn naive(buf: &[u8], from: usize, mask: u8) -> usize {
+        (from..buf.len())
+            .find(|&i| class(buf[i]) & mask != 0)
+            .unwrap_or(buf.len())
+    }
+
+    proptest! {
+        /// The SWAR scan finds exactly what a byte loop finds, whatever bytes surround the target.
+        #[test]
+        fn find_matches_a_byte_loop(
+            buf in prop::collection::vec(prop_oneof![
+                3 => any::<u8>(),
+                1 => prop::sample::select(b" ,=\\\n\r\"\t\x00\x7f\x80\xff!".to_vec()),
+            ], 0..40),
+            from in 0usize..45,
+        ) {
+            for mask in MASKS {
+                prop_assert_eq!(find(&buf, from, mask), naive(&buf, from.min(buf.len()), mask), "mask {:#x}", mask);
+            }
+        }
+    }
+
+    #[test]
+    fn find_every_special_at_every_offset() {
+        for special in [b' ', b',', b'=', b'\\', b'\n', b'\r', b'"'] {
+            for len in 0..20 {
+                for at in 0..len {
+                    let mut buf = vec![b'a'; len];
+                    buf[at] = special;
+                    // Bytes that only look special to the SWAR pre-filter must be skipped.
+                    if at > 0 {
+                        buf[at - 1] = b'\t';
+                    }
+                    for mask in MASKS {
+                        assert_eq!(
+                            find(&buf, 0, mask),
+                            naive(&buf, 0, mask),
+                            "{buf:?} {mask:#x}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn digits() {
+        assert!(matches!(parse_u64(b"18446744073709551615"), Ok(u64::MAX)));
+        assert!(matches!(
+            parse_u64(b"18446744073709551616"),
+            Err(Digits::Overflow)
+        ));
+        assert!(matches!(
+            parse_u64(b"9999999999999999999"),
+            Ok(9_999_999_999_999_999_999)
+        ));
+        assert!(matches!(
+            parse_u64(b"99999999999999999999x"),
+            Err(Digits::Syntax)
+        ));
+        assert!(matches!(parse_u64(b""), Err(Digits::Syntax)));
+        assert!(matches!(parse_i64(b"-"), Err(Digits::Syntax)));
+        assert!(matches!(parse_i64(b"-0"), Ok(0)));
+    }
+}

@@ -1,0 +1,211 @@
+//! DataFusion catalog over Sundial: one schema per database, one table per Sundial table.
+//!
+//! Every table has a `time` column (timestamp, ns, UTC, never null), then every tag (dictionary-encoded
+//! strings) and field (by type) sorted by name — the column order InfluxDB uses for `SELECT *`.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use datafusion::catalog::{CatalogProvider, SchemaProvider, Session, TableProvider};
+use datafusion::common::{DataFusionError, Result};
+use datafusion::datasource::TableType;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
+use datafusion::physical_plan::ExecutionPlan;
+use sundial_storage::Engine;
+use sundial_storage::catalog::{ColId, ColumnKind, DbId, TableCatalog, TableId};
+use sundial_storage::types::FieldType;
+
+use crate::pushdown::{self, TIME_COLUMN};
+use crate::scan::{ColumnSource, ScanExec};
+
+pub fn field_data_type(ty: FieldType) -> DataType {
+    match ty {
+        FieldType::Float => DataType::Float64,
+        FieldType::Integer => DataType::Int64,
+        FieldType::UInteger => DataType::UInt64,
+        FieldType::String => DataType::Utf8,
+        FieldType::Boolean => DataType::Boolean,
+    }
+}
+
+pub fn tag_data_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+}
+
+pub fn time_data_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Nanosecond, None)
+}
+
+/// All databases as schemas of one DataFusion catalog.
+#[derive(Debug)]
+pub struct SundialCatalog {
+    engine: Arc<Engine>,
+}
+
+impl SundialCatalog {
+    pub fn new(engine: Arc<Engine>) -> Self {
+        SundialCatalog { engine }
+    }
+}
+
+impl CatalogProvider for SundialCatalog {
+    fn schema_names(&self) -> Vec<String> {
+        self.engine.catalog().dbs().iter().map(|d| d.name.to_string()).collect()
+    }
+
+    fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
+        let db = self.engine.catalog().db(name)?.id;
+        Some(Arc::new(SundialSchema { engine: self.engine.clone(), db }))
+    }
+}
+
+/// One database.
+#[derive(Debug)]
+pub struct SundialSchema {
+    engine: Arc<Engine>,
+    db: DbId,
+}
+
+#[async_trait]
+impl SchemaProvider for SundialSchema {
+    fn table_names(&self) -> Vec<String> {
+        let cat = self.engine.catalog();
+        cat.db_by_id(self.db).map(|d| d.tables().iter().map(|t| t.name.to_string()).collect()).unwrap_or_default()
+    }
+
+    async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>, DataFusionError> {
+        let cat = self.engine.catalog();
+        let Some(t) = cat.db_by_id(self.db).and_then(|d| d.table(name)) else { return Ok(None) };
+        Ok(Some(Arc::new(SundialTable::new(self.engine.clone(), self.db, t))))
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.engine.catalog().db_by_id(self.db).is_some_and(|d| d.table(name).is_some())
+    }
+}
+
+/// One table, with the schema it had when the query was planned.
+#[derive(Debug)]
+pub struct SundialTable {
+    engine: Arc<Engine>,
+    db: DbId,
+    table: TableId,
+    schema: SchemaRef,
+    /// Parallel to the schema's fields.
+    sources: Vec<ColumnSource>,
+    tags: HashSet<String>,
+}
+
+impl SundialTable {
+    pub fn new(engine: Arc<Engine>, db: DbId, t: &TableCatalog) -> Self {
+        let mut cols: Vec<(&str, ColumnSource)> = t
+            .columns()
+            .iter()
+            .filter(|c| &*c.name != TIME_COLUMN)
+            .map(|c| {
+                let src = match c.kind {
+                    ColumnKind::Tag => ColumnSource::Tag(c.id),
+                    ColumnKind::Field(ty) => ColumnSource::Field(c.id, ty),
+                };
+                (&*c.name, src)
+            })
+            .collect();
+        cols.sort_by(|a, b| a.0.cmp(b.0));
+        let mut fields = vec![Field::new(TIME_COLUMN, time_data_type(), false)];
+        let mut sources = vec![ColumnSource::Time];
+        for (name, src) in &cols {
+            let dt = match src {
+                ColumnSource::Tag(_) => tag_data_type(),
+                ColumnSource::Field(_, ty) => field_data_type(*ty),
+                ColumnSource::Time => unreachable!("time is not a catalog column"),
+            };
+            fields.push(Field::new(*name, dt, true));
+            sources.push(*src);
+        }
+        let tags = cols.iter().filter(|(_, s)| matches!(s, ColumnSource::Tag(_))).map(|(n, _)| n.to_string()).collect();
+        SundialTable { engine, db, table: t.id, schema: Arc::new(Schema::new(fields)), sources, tags }
+    }
+
+    pub fn tag_column(&self, name: &str) -> Option<ColId> {
+        let i = self.schema.index_of(name).ok()?;
+        match self.sources[i] {
+            ColumnSource::Tag(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
+#[async_trait]
+impl TableProvider for SundialTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> Result<Vec<TableProviderFilterPushDown>> {
+        let is_tag = |c: &str| self.tags.contains(c);
+        Ok(filters
+            .iter()
+            .map(|f| {
+                if pushdown::supported(f, &is_tag) {
+                    TableProviderFilterPushDown::Inexact
+                } else {
+                    TableProviderFilterPushDown::Unsupported
+                }
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let is_tag = |c: &str| self.tags.contains(c);
+        let p = pushdown::analyze(filters, &is_tag);
+        let indices: Vec<usize> = projection.cloned().unwrap_or_else(|| (0..self.sources.len()).collect());
+        let schema = Arc::new(self.schema.project(&indices)?);
+        let sources: Vec<ColumnSource> = indices.iter().map(|i| self.sources[*i]).collect();
+        let series = self.select_series(&p);
+        let partitions = state.config().target_partitions().max(1);
+        Ok(Arc::new(ScanExec::new(
+            self.engine.clone(),
+            self.db,
+            self.table,
+            schema,
+            sources,
+            Arc::new(series),
+            (p.ts_min, p.ts_max),
+            partitions,
+            limit,
+        )))
+    }
+}
+
+impl SundialTable {
+    /// Series ids matching the tag filters (ascending), using the tag index.
+    fn select_series(&self, p: &pushdown::Pushdown) -> Vec<u32> {
+        let cat = self.engine.catalog();
+        let Some(t) = cat.db_by_id(self.db).and_then(|d| d.table_by_id(self.table)) else { return Vec::new() };
+        let mut selected: Option<Vec<u32>> = None;
+        for (tag, values) in &p.tags {
+            let Some(col) = self.tag_column(tag) else { return Vec::new() };
+            let Some(dict) = t.tag_dict(col) else { return Vec::new() };
+            let mut ids: Vec<u32> = values.iter().filter_map(|v| dict.id_of(v)).flat_map(|id| dict.postings(id).iter().copied()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            selected = Some(match selected {
+                None => ids,
+                Some(prev) => prev.into_iter().filter(|s| ids.binary_search(s).is_ok()).collect(),
+            });
+        }
+        selected.unwrap_or_else(|| (0..t.series_count() as u32).collect())
+    }
+}

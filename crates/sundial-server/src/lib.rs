@@ -1,0 +1,47 @@
+//! Sundial's network front ends: the HTTP API (InfluxDB 1.x/2.x line-protocol writes, SQL queries,
+//! InfluxQL `/query`, health) on axum.
+//!
+//! Request handling lives in one module per endpoint family ([`write`], [`sql`]); [`errors`] maps every
+//! error to its HTTP status and body in one exhaustive place.
+
+pub mod errors;
+pub mod http;
+pub mod sql;
+pub mod write;
+
+use std::sync::Arc;
+
+use sundial_query::QueryEngine;
+use sundial_storage::Engine;
+
+/// Server settings (the binary fills them from flags, environment and the config file).
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Largest request body accepted, in bytes, after gzip decompression. Default 64 MiB.
+    pub max_body_bytes: usize,
+    /// Create a database on the first write to it instead of answering 404. Default off (as InfluxDB 1.x).
+    pub auto_create_databases: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig { max_body_bytes: 64 * 1024 * 1024, auto_create_databases: false }
+    }
+}
+
+/// What every handler shares.
+pub struct AppState {
+    pub config: ServerConfig,
+    pub engine: Arc<Engine>,
+    pub query: QueryEngine,
+}
+
+impl AppState {
+    pub fn new(config: ServerConfig, engine: Arc<Engine>) -> Arc<AppState> {
+        let query = QueryEngine::new(engine.clone());
+        Arc::new(AppState { config, engine, query })
+    }
+}
+
+/// The version reported to clients (`X-Influxdb-Version` carries the InfluxDB API level we speak).
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

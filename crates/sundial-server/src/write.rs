@@ -1,0 +1,175 @@
+//! Line-protocol writes: `POST /write` (InfluxDB 1.x) and `POST /api/v2/write` (2.x).
+//!
+//! The body (gzip-decoded under the size limit) is parsed line by line; lines that fail to parse or
+//! conflict with the schema are rejected one by one while the valid lines are written, as InfluxDB does
+//! ("partial write"). The answer is 204 only when every line was written and is durable; otherwise 400
+//! with the first error (InfluxDB's `error` text) plus Sundial's details: every rejected line's number,
+//! column and reason, and how many lines were written and rejected.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use sundial_lp::{FieldValue, Line};
+use sundial_storage::engine::{WriteOutcome, WritePoint};
+use sundial_storage::types::Value;
+
+use crate::AppState;
+use crate::errors::{error_response, storage_error};
+
+/// Nanoseconds per unit of a `precision` parameter.
+pub fn precision_multiplier(p: Option<&str>) -> Result<i64, String> {
+    Ok(match p.unwrap_or("ns") {
+        "" | "n" | "ns" => 1,
+        "u" | "us" | "µ" | "µs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        other => return Err(format!("invalid precision {other:?}: expected one of ns, us, ms, s, m, h")),
+    })
+}
+
+/// Reads the whole body, inflating gzip, refusing anything over `limit` bytes (also after inflation, so a
+/// gzip bomb costs at most `limit` bytes of memory).
+pub async fn read_body(body: Body, headers: &HeaderMap, limit: usize) -> Result<Bytes, Response> {
+    let too_large = || {
+        error_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("request body exceeds the {limit}-byte limit (`--max-body-bytes`); send smaller batches"),
+        )
+    };
+    let raw = axum::body::to_bytes(body, limit).await.map_err(|_| too_large())?;
+    let gzip = headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("gzip"));
+    if !gzip {
+        return Ok(raw);
+    }
+    let mut out = Vec::with_capacity(raw.len() * 4);
+    let mut dec = flate2::read::GzDecoder::new(&raw[..]).take(limit as u64 + 1);
+    dec.read_to_end(&mut out)
+        .map_err(|e| error_response(StatusCode::BAD_REQUEST, format!("invalid gzip body: {e}")))?;
+    if out.len() > limit {
+        return Err(too_large());
+    }
+    Ok(Bytes::from(out))
+}
+
+/// One rejected line.
+struct Rejection {
+    line: usize,
+    column: Option<usize>,
+    message: String,
+}
+
+fn to_value(v: &FieldValue<'_>) -> Value {
+    match v {
+        FieldValue::Float(x) => Value::Float(*x),
+        FieldValue::Integer(x) => Value::Integer(*x),
+        FieldValue::UInteger(x) => Value::UInteger(*x),
+        FieldValue::String(s) => Value::String(s.to_string()),
+        FieldValue::Boolean(b) => Value::Boolean(*b),
+    }
+}
+
+/// Turns a parsed line into a point; checks what the parser cannot (timestamp range, reserved names).
+fn to_point<'a>(line: &'a Line<'a>, multiplier: i64, now_ns: i64) -> Result<WritePoint<'a>, String> {
+    let ts = match line.timestamp {
+        None => now_ns,
+        Some(t) => t
+            .checked_mul(multiplier)
+            .ok_or_else(|| format!("timestamp {t} is out of range at this precision (±292 years around 1970 in ns)"))?,
+    };
+    let m = &*line.measurement;
+    if line.tags.iter().any(|(k, _)| k == "time") {
+        return Err(format!("invalid tag key: input tag \"time\" on measurement \"{m}\" is invalid"));
+    }
+    let fields: Vec<(&str, Value)> =
+        line.fields.iter().filter(|(k, _)| k != "time").map(|(k, v)| (&**k, to_value(v))).collect();
+    if fields.is_empty() {
+        return Err(format!("invalid field name: input field \"time\" on measurement \"{m}\" is invalid"));
+    }
+    let mut tags: Vec<(&str, &str)> = line.tags.iter().map(|(k, v)| (&**k, &**v)).collect();
+    tags.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    if tags.windows(2).any(|w| w[0].0 == w[1].0) {
+        return Err(format!("duplicate tag key on measurement \"{m}\""));
+    }
+    Ok(WritePoint { line: line.line_number, table: m, tags, fields, ts })
+}
+
+pub fn now_ns() -> i64 {
+    let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+}
+
+/// Parses and writes `body` to `db`. Blocking: call it from a blocking thread.
+pub fn write_lines(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i64) -> Response {
+    let now = now_ns();
+    let mut lines = Vec::new();
+    let mut rejected = Vec::new();
+    for r in sundial_lp::parse_lines(body) {
+        match r {
+            Ok(l) => lines.push(l),
+            Err(e) => rejected.push(Rejection { line: e.line_number, column: Some(e.column), message: e.to_string() }),
+        }
+    }
+    let mut points = Vec::with_capacity(lines.len());
+    for l in &lines {
+        match to_point(l, multiplier, now) {
+            Ok(p) => points.push(p),
+            Err(message) => rejected.push(Rejection { line: l.line_number, column: None, message }),
+        }
+    }
+    if state.config.auto_create_databases && state.engine.catalog().db(db).is_none() {
+        if let Err(e) = state.engine.create_database(db, 0, true) {
+            return storage_error(&e);
+        }
+    }
+    let outcome = if points.is_empty() {
+        if state.engine.catalog().db(db).is_none() {
+            return storage_error(&sundial_storage::Error::DatabaseNotFound { name: db.to_string() });
+        }
+        WriteOutcome::default()
+    } else {
+        match state.engine.write(db, &points) {
+            Ok(o) => o,
+            Err(e) => return storage_error(&e),
+        }
+    };
+    for (line, e) in outcome.rejected {
+        rejected.push(Rejection { line, column: None, message: e.to_string() });
+    }
+    if rejected.is_empty() {
+        return StatusCode::NO_CONTENT.into_response();
+    }
+    rejected.sort_by_key(|r| r.line);
+    rejection_response(&rejected, outcome.rows_written)
+}
+
+fn rejection_response(rejected: &[Rejection], written: usize) -> Response {
+    let first = &rejected[0];
+    let error = if written > 0 {
+        format!("partial write: {} dropped={}", first.message, rejected.len())
+    } else {
+        first.message.clone()
+    };
+    let details: Vec<_> = rejected
+        .iter()
+        .take(100)
+        .map(|r| json!({ "line": r.line, "column": r.column, "error": r.message }))
+        .collect();
+    let body = json!({
+        "error": error,
+        "line": first.line,
+        "column": first.column,
+        "written": written,
+        "rejected": rejected.len(),
+        "rejections": details,
+    });
+    (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+}

@@ -1,0 +1,159 @@
+//! A resolved write: rows with ids instead of names, plus the catalog entries they created. This is the
+//! unit of durability — one batch is one WAL record — and of visibility — a batch is applied to the
+//! memtable as a whole.
+//!
+//! WAL record payload (kind 1, the only kind in format version 1):
+//! ```text
+//! kind:u8=1 db:u32 n_entries:uvarint entry* n_rows:uvarint row*
+//! row   := table:uvarint series:uvarint ts_delta:ivarint n_values:uvarint value*
+//!          (ts_delta is from the previous row's timestamp, the first row's from 0)
+//! value := col:uvarint type:u8 payload
+//!          Float: f64 bits u64 LE | Integer: ivarint | UInteger: uvarint | String: uvarint len + UTF-8 | Boolean: u8
+//! ```
+
+use crate::catalog::{CatalogEntry, ColId, DbId, SeriesId, TableId};
+use crate::catalog_log::{decode_entry, encode_entry};
+use crate::encoding::{Reader, put_ivarint, put_str, put_u8, put_u32, put_u64, put_uvarint};
+use crate::limits::{COLUMNS_PER_TABLE_MAX, STRING_VALUE_BYTES_MAX, WAL_RECORD_BYTES_MAX};
+use crate::types::{FieldType, Value};
+
+pub const KIND_WRITE: u8 = 1;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RowHead {
+    pub table: TableId,
+    pub series: SeriesId,
+    pub ts: i64,
+    /// End (exclusive) of this row's values in [`WriteBatch::values`]; the start is the previous row's end.
+    pub values_end: u32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WriteBatch {
+    pub db: DbId,
+    pub entries: Vec<CatalogEntry>,
+    pub rows: Vec<RowHead>,
+    pub values: Vec<(ColId, Value)>,
+}
+
+impl WriteBatch {
+    pub fn new(db: DbId) -> Self {
+        WriteBatch { db, ..Default::default() }
+    }
+
+    pub fn push_row(&mut self, table: TableId, series: SeriesId, ts: i64, values: impl IntoIterator<Item = (ColId, Value)>) {
+        self.values.extend(values);
+        self.rows.push(RowHead { table, series, ts, values_end: self.values.len() as u32 });
+    }
+
+    /// The values of row `i`.
+    pub fn row_values(&self, i: usize) -> &[(ColId, Value)] {
+        let start = if i == 0 { 0 } else { self.rows[i - 1].values_end as usize };
+        &self.values[start..self.rows[i].values_end as usize]
+    }
+
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        put_u8(out, KIND_WRITE);
+        put_u32(out, self.db);
+        put_uvarint(out, self.entries.len() as u64);
+        for e in &self.entries {
+            encode_entry(out, e);
+        }
+        put_uvarint(out, self.rows.len() as u64);
+        let mut prev_ts = 0i64;
+        for (i, r) in self.rows.iter().enumerate() {
+            put_uvarint(out, u64::from(r.table));
+            put_uvarint(out, u64::from(r.series));
+            put_ivarint(out, r.ts.wrapping_sub(prev_ts));
+            prev_ts = r.ts;
+            let vals = self.row_values(i);
+            put_uvarint(out, vals.len() as u64);
+            for (col, v) in vals {
+                put_uvarint(out, u64::from(*col));
+                encode_value(out, v);
+            }
+        }
+    }
+
+    /// Decodes a payload written by [`WriteBatch::encode`]; `None` if it is not one.
+    pub fn decode(payload: &[u8]) -> Option<WriteBatch> {
+        let mut r = Reader::new(payload);
+        if r.u8()? != KIND_WRITE {
+            return None;
+        }
+        let mut b = WriteBatch::new(r.u32()?);
+        // Every entry and row takes at least one byte, which bounds the counts by the payload length.
+        let n = r.len(WAL_RECORD_BYTES_MAX.min(r.remaining()))?;
+        for _ in 0..n {
+            b.entries.push(decode_entry(&mut r)?);
+        }
+        let n = r.len(r.remaining())?;
+        b.rows.reserve(n);
+        let mut prev_ts = 0i64;
+        for _ in 0..n {
+            let table = u32::try_from(r.uvarint()?).ok()?;
+            let series = u32::try_from(r.uvarint()?).ok()?;
+            let ts = prev_ts.wrapping_add(r.ivarint()?);
+            prev_ts = ts;
+            let nv = r.len(COLUMNS_PER_TABLE_MAX)?;
+            for _ in 0..nv {
+                let col = ColId::try_from(r.uvarint()?).ok()?;
+                b.values.push((col, decode_value(&mut r)?));
+            }
+            b.rows.push(RowHead { table, series, ts, values_end: b.values.len() as u32 });
+        }
+        r.is_empty().then_some(b)
+    }
+}
+
+fn encode_value(out: &mut Vec<u8>, v: &Value) {
+    put_u8(out, v.field_type() as u8);
+    match v {
+        Value::Float(x) => put_u64(out, x.to_bits()),
+        Value::Integer(x) => put_ivarint(out, *x),
+        Value::UInteger(x) => put_uvarint(out, *x),
+        Value::String(s) => put_str(out, s),
+        Value::Boolean(x) => put_u8(out, u8::from(*x)),
+    }
+}
+
+fn decode_value(r: &mut Reader<'_>) -> Option<Value> {
+    Some(match FieldType::from_u8(r.u8()?)? {
+        FieldType::Float => Value::Float(f64::from_bits(r.u64()?)),
+        FieldType::Integer => Value::Integer(r.ivarint()?),
+        FieldType::UInteger => Value::UInteger(r.uvarint()?),
+        FieldType::String => Value::String(r.str(STRING_VALUE_BYTES_MAX)?.to_string()),
+        FieldType::Boolean => match r.u8()? {
+            0 => Value::Boolean(false),
+            1 => Value::Boolean(true),
+            _ => return None,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::ColumnKind;
+
+    #[test]
+    fn batches_round_trip_and_garbage_does_not_decode() {
+        let mut b = WriteBatch::new(4);
+        b.entries.push(CatalogEntry::AddColumn { db: 4, table: 1, col: 2, name: "f".into(), kind: ColumnKind::Tag });
+        b.push_row(1, 0, i64::MIN, [(0, Value::Float(-0.0)), (1, Value::String("é\n".into()))]);
+        b.push_row(1, 9, i64::MAX, [(2, Value::Boolean(true)), (3, Value::UInteger(u64::MAX))]);
+        b.push_row(2, 1, 5, []);
+        b.push_row(2, 1, 6, [(0, Value::Integer(i64::MIN))]);
+        let mut buf = Vec::new();
+        b.encode(&mut buf);
+        let d = WriteBatch::decode(&buf).unwrap();
+        assert_eq!(d.rows, b.rows);
+        assert_eq!(d.entries, b.entries);
+        assert_eq!(d.row_values(0)[0].1, Value::Float(-0.0));
+        assert!(matches!(d.row_values(0)[0].1, Value::Float(x) if x.is_sign_negative()));
+        assert_eq!(d.values, b.values);
+        for cut in 0..buf.len() {
+            assert!(WriteBatch::decode(&buf[..cut]).is_none(), "prefix {cut} decoded");
+        }
+    }
+}

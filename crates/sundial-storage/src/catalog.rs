@@ -1,0 +1,624 @@
+//! The catalog: databases, tables, columns and series, with the tag index.
+//!
+//! A *series* is a table plus a tag set; it gets a compact `u32` id, dense per table, that segment files
+//! store instead of the tag strings. Tag values are interned per tag column (in memory only: their ids
+//! never reach the disk), and every (tag column, value) keeps the sorted list of series ids that carry it,
+//! so that a tag filter selects series without touching rows.
+//!
+//! The catalog changes only through [`CatalogEntry`] values, which are applied in order and idempotently:
+//! the same entries travel in WAL records (so a crash loses nothing) and are appended to `catalog.log`
+//! when the rows that needed them are flushed (see `catalog_log.rs`).
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::limits;
+use crate::types::FieldType;
+
+pub type DbId = u32;
+pub type TableId = u32;
+pub type ColId = u16;
+pub type SeriesId = u32;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ColumnKind {
+    Tag,
+    Field(FieldType),
+}
+
+#[derive(Clone, Debug)]
+pub struct ColumnDef {
+    pub id: ColId,
+    pub name: Arc<str>,
+    pub kind: ColumnKind,
+}
+
+/// Catalog changes; see the module doc. Ids are assigned by the engine and never reused.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CatalogEntry {
+    CreateDb { db: DbId, name: String, retention_ns: i64 },
+    DropDb { db: DbId },
+    CreateTable { db: DbId, table: TableId, name: String },
+    DropTable { db: DbId, table: TableId },
+    AddColumn { db: DbId, table: TableId, col: ColId, name: String, kind: ColumnKind },
+    AddSeries { db: DbId, table: TableId, series: SeriesId, tags: Vec<(ColId, String)> },
+    SetRetention { db: DbId, retention_ns: i64 },
+}
+
+/// Interned values of one tag column and, for each value, the series that carry it (ascending ids).
+#[derive(Default, Debug)]
+pub struct TagDict {
+    ids: HashMap<Arc<str>, u32>,
+    values: Vec<Arc<str>>,
+    postings: Vec<Vec<SeriesId>>,
+}
+
+impl TagDict {
+    pub fn values(&self) -> &[Arc<str>] {
+        &self.values
+    }
+
+    pub fn id_of(&self, v: &str) -> Option<u32> {
+        self.ids.get(v).copied()
+    }
+
+    pub fn value(&self, id: u32) -> Option<&Arc<str>> {
+        self.values.get(id as usize)
+    }
+
+    /// Series carrying value `id`, ascending.
+    pub fn postings(&self, id: u32) -> &[SeriesId] {
+        self.postings.get(id as usize).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    fn intern(&mut self, v: &str) -> u32 {
+        if let Some(id) = self.ids.get(v) {
+            return *id;
+        }
+        let id = self.values.len() as u32;
+        let v: Arc<str> = Arc::from(v);
+        self.ids.insert(v.clone(), id);
+        self.values.push(v);
+        self.postings.push(Vec::new());
+        id
+    }
+}
+
+/// A series' tag set: (tag column, interned value) pairs sorted by column id.
+pub type TagSet = Box<[(ColId, u32)]>;
+
+#[derive(Debug)]
+pub struct TableCatalog {
+    pub id: TableId,
+    pub name: Arc<str>,
+    columns: Vec<ColumnDef>,
+    by_name: HashMap<Arc<str>, ColId>,
+    /// Indexed by column id; `Some` for tag columns.
+    dicts: Vec<Option<TagDict>>,
+    /// Indexed by series id.
+    series: Vec<TagSet>,
+    /// Hash of a tag set → series ids with that hash (almost always one).
+    series_by_hash: HashMap<u64, SeriesIds>,
+}
+
+#[derive(Debug)]
+enum SeriesIds {
+    One(SeriesId),
+    Many(Vec<SeriesId>),
+}
+
+fn hash_tagset(tags: &[(ColId, u32)]) -> u64 {
+    // A fixed-key hasher: the value only has to be stable within one process.
+    let mut h = std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().build_hasher();
+    for (c, v) in tags {
+        h.write_u16(*c);
+        h.write_u32(*v);
+    }
+    h.finish()
+}
+
+impl TableCatalog {
+    fn new(id: TableId, name: &str) -> Self {
+        TableCatalog {
+            id,
+            name: Arc::from(name),
+            columns: Vec::new(),
+            by_name: HashMap::new(),
+            dicts: Vec::new(),
+            series: Vec::new(),
+            series_by_hash: HashMap::new(),
+        }
+    }
+
+    pub fn columns(&self) -> &[ColumnDef] {
+        &self.columns
+    }
+
+    pub fn column(&self, name: &str) -> Option<&ColumnDef> {
+        self.by_name.get(name).map(|id| &self.columns[*id as usize])
+    }
+
+    pub fn column_by_id(&self, id: ColId) -> Option<&ColumnDef> {
+        self.columns.get(id as usize)
+    }
+
+    pub fn tag_dict(&self, col: ColId) -> Option<&TagDict> {
+        self.dicts.get(col as usize)?.as_ref()
+    }
+
+    pub fn series_count(&self) -> usize {
+        self.series.len()
+    }
+
+    pub fn series_tags(&self, series: SeriesId) -> Option<&[(ColId, u32)]> {
+        self.series.get(series as usize).map(|t| &t[..])
+    }
+
+    /// The value of tag column `col` for `series`, if the series has that tag.
+    pub fn series_tag_value(&self, series: SeriesId, col: ColId) -> Option<&Arc<str>> {
+        let tags = self.series.get(series as usize)?;
+        let i = tags.binary_search_by_key(&col, |(c, _)| *c).ok()?;
+        self.tag_dict(col)?.value(tags[i].1)
+    }
+
+    /// The series with exactly this tag set (sorted by column id), if it exists.
+    pub fn find_series(&self, tags: &[(ColId, u32)]) -> Option<SeriesId> {
+        let matches = |id: &SeriesId| self.series.get(*id as usize).is_some_and(|t| &t[..] == tags);
+        match self.series_by_hash.get(&hash_tagset(tags))? {
+            SeriesIds::One(id) => matches(id).then_some(*id),
+            SeriesIds::Many(ids) => ids.iter().copied().find(|id| matches(id)),
+        }
+    }
+
+    fn add_column(&mut self, col: ColId, name: &str, kind: ColumnKind) -> Result<()> {
+        if let Some(existing) = self.column(name) {
+            return if existing.id == col && existing.kind == kind {
+                Ok(())
+            } else {
+                Err(Error::internal(format!("column {name} replayed with another id or kind")))
+            };
+        }
+        if col as usize != self.columns.len() {
+            return Err(Error::internal(format!("column id {col} out of order in table {}", self.name)));
+        }
+        let name: Arc<str> = Arc::from(name);
+        self.columns.push(ColumnDef { id: col, name: name.clone(), kind });
+        self.by_name.insert(name, col);
+        self.dicts.push(matches!(kind, ColumnKind::Tag).then(TagDict::default));
+        Ok(())
+    }
+
+    /// Interns `tags` (column id, value) and returns the sorted interned tag set.
+    fn intern_tags(&mut self, tags: &[(ColId, &str)]) -> Result<Vec<(ColId, u32)>> {
+        let mut set = Vec::with_capacity(tags.len());
+        for (col, v) in tags {
+            let dict = self
+                .dicts
+                .get_mut(*col as usize)
+                .and_then(Option::as_mut)
+                .ok_or_else(|| Error::internal(format!("series tag on non-tag column {col}")))?;
+            set.push((*col, dict.intern(v)));
+        }
+        set.sort_unstable_by_key(|(c, _)| *c);
+        Ok(set)
+    }
+
+    fn add_series(&mut self, series: SeriesId, tags: &[(ColId, &str)]) -> Result<()> {
+        let set = self.intern_tags(tags)?;
+        if let Some(existing) = self.find_series(&set) {
+            return if existing == series {
+                Ok(())
+            } else {
+                Err(Error::internal(format!("series replayed with id {series}, exists as {existing}")))
+            };
+        }
+        if series as usize != self.series.len() {
+            return Err(Error::internal(format!("series id {series} out of order in table {}", self.name)));
+        }
+        for (col, v) in &set {
+            if let Some(Some(d)) = self.dicts.get_mut(*col as usize) {
+                d.postings[*v as usize].push(series);
+            }
+        }
+        let hash = hash_tagset(&set);
+        match self.series_by_hash.get_mut(&hash) {
+            None => {
+                self.series_by_hash.insert(hash, SeriesIds::One(series));
+            }
+            Some(SeriesIds::One(other)) => {
+                let other = *other;
+                self.series_by_hash.insert(hash, SeriesIds::Many(vec![other, series]));
+            }
+            Some(SeriesIds::Many(ids)) => ids.push(series),
+        }
+        self.series.push(set.into_boxed_slice());
+        Ok(())
+    }
+}
+
+#[derive(Debug)]
+pub struct DbCatalog {
+    pub id: DbId,
+    pub name: Arc<str>,
+    /// Retention in nanoseconds; 0 keeps data forever.
+    pub retention_ns: i64,
+    tables: HashMap<TableId, TableCatalog>,
+    by_name: HashMap<Arc<str>, TableId>,
+}
+
+impl DbCatalog {
+    pub fn table(&self, name: &str) -> Option<&TableCatalog> {
+        self.tables.get(self.by_name.get(name)?)
+    }
+
+    pub fn table_by_id(&self, id: TableId) -> Option<&TableCatalog> {
+        self.tables.get(&id)
+    }
+
+    /// Tables sorted by name.
+    pub fn tables(&self) -> Vec<&TableCatalog> {
+        let mut t: Vec<_> = self.tables.values().collect();
+        t.sort_by(|a, b| a.name.cmp(&b.name));
+        t
+    }
+}
+
+/// The whole catalog. Id counters only grow, also across drops, so an id is never reused.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    dbs: HashMap<DbId, DbCatalog>,
+    by_name: HashMap<Arc<str>, DbId>,
+    next_db: DbId,
+    next_table: TableId,
+}
+
+impl Catalog {
+    pub fn db(&self, name: &str) -> Option<&DbCatalog> {
+        self.dbs.get(self.by_name.get(name)?)
+    }
+
+    pub fn db_by_id(&self, id: DbId) -> Option<&DbCatalog> {
+        self.dbs.get(&id)
+    }
+
+    /// Databases sorted by name.
+    pub fn dbs(&self) -> Vec<&DbCatalog> {
+        let mut d: Vec<_> = self.dbs.values().collect();
+        d.sort_by(|a, b| a.name.cmp(&b.name));
+        d
+    }
+
+    pub fn next_db_id(&self) -> DbId {
+        self.next_db
+    }
+
+    pub fn next_table_id(&self) -> TableId {
+        self.next_table
+    }
+
+    fn table_mut(&mut self, db: DbId, table: TableId) -> Option<&mut TableCatalog> {
+        self.dbs.get_mut(&db)?.tables.get_mut(&table)
+    }
+
+    /// Applies one entry. Entries for dropped (absent) databases or tables are ignored: they come from WAL
+    /// records written before the drop. Re-applying an entry that is already in effect is a no-op.
+    pub fn apply(&mut self, e: &CatalogEntry) -> Result<()> {
+        match e {
+            CatalogEntry::CreateDb { db, name, retention_ns } => {
+                self.next_db = self.next_db.max(db + 1);
+                if self.dbs.contains_key(db) {
+                    return Ok(());
+                }
+                let name: Arc<str> = Arc::from(name.as_str());
+                let tables = HashMap::new();
+                let c = DbCatalog { id: *db, name: name.clone(), retention_ns: *retention_ns, tables, by_name: HashMap::new() };
+                self.dbs.insert(*db, c);
+                self.by_name.insert(name, *db);
+            }
+            CatalogEntry::DropDb { db } => {
+                if let Some(c) = self.dbs.remove(db) {
+                    self.by_name.remove(&c.name);
+                }
+            }
+            CatalogEntry::SetRetention { db, retention_ns } => {
+                if let Some(c) = self.dbs.get_mut(db) {
+                    c.retention_ns = *retention_ns;
+                }
+            }
+            CatalogEntry::CreateTable { db, table, name } => {
+                self.next_table = self.next_table.max(table + 1);
+                let Some(c) = self.dbs.get_mut(db) else { return Ok(()) };
+                if c.tables.contains_key(table) {
+                    return Ok(());
+                }
+                c.tables.insert(*table, TableCatalog::new(*table, name));
+                c.by_name.insert(Arc::from(name.as_str()), *table);
+            }
+            CatalogEntry::DropTable { db, table } => {
+                let Some(c) = self.dbs.get_mut(db) else { return Ok(()) };
+                if let Some(t) = c.tables.remove(table) {
+                    c.by_name.remove(&t.name);
+                }
+            }
+            CatalogEntry::AddColumn { db, table, col, name, kind } => {
+                if let Some(t) = self.table_mut(*db, *table) {
+                    t.add_column(*col, name, *kind)?;
+                }
+            }
+            CatalogEntry::AddSeries { db, table, series, tags } => {
+                if let Some(t) = self.table_mut(*db, *table) {
+                    let tags: Vec<(ColId, &str)> = tags.iter().map(|(c, v)| (*c, v.as_str())).collect();
+                    t.add_series(*series, &tags)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every entry needed to rebuild this catalog from nothing, in an order `apply` accepts.
+    pub fn snapshot_entries(&self) -> Vec<CatalogEntry> {
+        let mut out = Vec::new();
+        for db in self.dbs() {
+            out.push(CatalogEntry::CreateDb { db: db.id, name: db.name.to_string(), retention_ns: db.retention_ns });
+            for t in db.tables() {
+                out.push(CatalogEntry::CreateTable { db: db.id, table: t.id, name: t.name.to_string() });
+                for c in &t.columns {
+                    let (col, name, kind) = (c.id, c.name.to_string(), c.kind);
+                    out.push(CatalogEntry::AddColumn { db: db.id, table: t.id, col, name, kind });
+                }
+                for (sid, set) in t.series.iter().enumerate() {
+                    let tags = set
+                        .iter()
+                        .map(|(c, v)| (*c, t.tag_dict(*c).and_then(|d| d.value(*v)).map(|s| s.to_string()).unwrap_or_default()))
+                        .collect();
+                    out.push(CatalogEntry::AddSeries { db: db.id, table: t.id, series: sid as SeriesId, tags });
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Resolves the names of one row against the catalog, creating what is missing.
+///
+/// Used by the write path under the engine's write lock: `lookup` runs under a shared lock and answers
+/// most rows; only a row that needs a new table, column or series takes the exclusive lock for `create`.
+pub struct Resolver;
+
+/// A row's names resolved to ids.
+#[derive(Debug)]
+pub struct ResolvedRow {
+    pub table: TableId,
+    pub series: SeriesId,
+    /// Column id and type of each field, in the row's field order.
+    pub fields: Vec<(ColId, FieldType)>,
+}
+
+pub fn validate_name(name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::InvalidName { name: name.to_string(), reason: "names must not be empty" });
+    }
+    if name.len() > limits::NAME_BYTES_MAX {
+        return Err(Error::LimitExceeded {
+            what: "name bytes",
+            actual: name.len() as u64,
+            limit: limits::NAME_BYTES_MAX as u64,
+            fix: "use shorter table, tag and field names",
+        });
+    }
+    Ok(())
+}
+
+impl Resolver {
+    /// The columns a row needs that `t` lacks; errors if the row conflicts with the schema.
+    fn new_columns<'a>(
+        t: Option<&TableCatalog>,
+        table: &str,
+        tags: &[(&'a str, &str)],
+        fields: &[(&'a str, FieldType)],
+    ) -> Result<Vec<(&'a str, ColumnKind)>> {
+        let conflict = |name: &str| Error::ColumnKindConflict { table: table.to_string(), name: name.to_string() };
+        let mut new_cols: Vec<(&str, ColumnKind)> = Vec::new();
+        for (k, v) in tags {
+            validate_name(k)?;
+            validate_name(v)?;
+            match t.and_then(|t| t.column(k)).map(|c| c.kind) {
+                Some(ColumnKind::Tag) => {}
+                Some(_) => return Err(conflict(k)),
+                None => new_cols.push((*k, ColumnKind::Tag)),
+            }
+        }
+        for (k, ty) in fields {
+            validate_name(k)?;
+            match t.and_then(|t| t.column(k)).map(|c| c.kind) {
+                Some(ColumnKind::Tag) => return Err(conflict(k)),
+                Some(ColumnKind::Field(existing)) if existing != *ty => {
+                    return Err(Error::type_conflict(table, k, *ty, existing));
+                }
+                Some(_) => {}
+                None if new_cols.iter().any(|(n, _)| n == k) => return Err(conflict(k)),
+                None => new_cols.push((*k, ColumnKind::Field(*ty))),
+            }
+        }
+        let have = t.map_or(0, |t| t.columns.len());
+        if have + new_cols.len() > limits::COLUMNS_PER_TABLE_MAX {
+            return Err(Error::LimitExceeded {
+                what: "columns per table",
+                actual: (have + new_cols.len()) as u64,
+                limit: limits::COLUMNS_PER_TABLE_MAX as u64,
+                fix: "a value is probably being written as a tag or field key; restructure the data",
+            });
+        }
+        Ok(new_cols)
+    }
+
+    /// Answers from the existing catalog: `Ok(None)` when something must be created first.
+    pub fn lookup(
+        db: &DbCatalog,
+        table: &str,
+        tags: &[(&str, &str)],
+        fields: &[(&str, FieldType)],
+    ) -> Result<Option<ResolvedRow>> {
+        let Some(t) = db.table(table) else { return Ok(None) };
+        let mut set = Vec::with_capacity(tags.len());
+        for (k, v) in tags {
+            let Some(c) = t.column(k) else { return Ok(None) };
+            if c.kind != ColumnKind::Tag {
+                return Err(Error::ColumnKindConflict { table: table.to_string(), name: k.to_string() });
+            }
+            let Some(vid) = t.tag_dict(c.id).and_then(|d| d.id_of(v)) else { return Ok(None) };
+            set.push((c.id, vid));
+        }
+        let mut out_fields = Vec::with_capacity(fields.len());
+        let mut missing = false;
+        for (k, ty) in fields {
+            match t.column(k) {
+                None => missing = true,
+                Some(c) => match c.kind {
+                    ColumnKind::Tag => {
+                        return Err(Error::ColumnKindConflict { table: table.to_string(), name: k.to_string() });
+                    }
+                    ColumnKind::Field(existing) if existing != *ty => {
+                        return Err(Error::type_conflict(table, k, *ty, existing));
+                    }
+                    ColumnKind::Field(_) => out_fields.push((c.id, *ty)),
+                },
+            }
+        }
+        if missing {
+            return Ok(None);
+        }
+        set.sort_unstable_by_key(|(c, _)| *c);
+        Ok(t.find_series(&set).map(|series| ResolvedRow { table: t.id, series, fields: out_fields }))
+    }
+
+    /// Creates what `lookup` could not find, recording every change in `entries`.
+    pub fn create(
+        cat: &mut Catalog,
+        db: DbId,
+        table: &str,
+        tags: &[(&str, &str)],
+        fields: &[(&str, FieldType)],
+        entries: &mut Vec<CatalogEntry>,
+    ) -> Result<ResolvedRow> {
+        validate_name(table)?;
+        let existing = cat.db_by_id(db).and_then(|d| d.table(table));
+        // Validate every column before creating anything, so a rejected row leaves no trace in the schema.
+        let new_cols = Self::new_columns(existing, table, tags, fields)?;
+        let table_id = match existing {
+            Some(t) => t.id,
+            None => {
+                let e = CatalogEntry::CreateTable { db, table: cat.next_table, name: table.to_string() };
+                cat.apply(&e)?;
+                entries.push(e);
+                cat.next_table - 1
+            }
+        };
+        let t = cat.table_mut(db, table_id).ok_or_else(|| Error::internal("table vanished"))?;
+        for (name, kind) in new_cols {
+            let col = t.columns.len() as ColId;
+            t.add_column(col, name, kind)?;
+            entries.push(CatalogEntry::AddColumn { db, table: table_id, col, name: name.to_string(), kind });
+        }
+        let mut by_col: Vec<(ColId, &str)> = tags.iter().map(|(k, v)| (t.by_name[*k], *v)).collect();
+        by_col.sort_unstable_by_key(|(c, _)| *c);
+        let set = t.intern_tags(&by_col)?;
+        let series = match t.find_series(&set) {
+            Some(s) => s,
+            None => {
+                let s = t.series.len() as SeriesId;
+                if s >= limits::SERIES_PER_TABLE_MAX {
+                    return Err(Error::LimitExceeded {
+                        what: "series per table",
+                        actual: u64::from(s),
+                        limit: u64::from(limits::SERIES_PER_TABLE_MAX),
+                        fix: "drop unused series or split the data over several tables",
+                    });
+                }
+                t.add_series(s, &by_col)?;
+                let tags = by_col.iter().map(|(c, v)| (*c, v.to_string())).collect();
+                entries.push(CatalogEntry::AddSeries { db, table: table_id, series: s, tags });
+                s
+            }
+        };
+        let fields = fields
+            .iter()
+            .map(|(k, ty)| (t.by_name[*k], *ty))
+            .collect();
+        Ok(ResolvedRow { table: table_id, series, fields })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cat_with_db() -> Catalog {
+        let mut c = Catalog::default();
+        c.apply(&CatalogEntry::CreateDb { db: 0, name: "db".into(), retention_ns: 0 }).unwrap();
+        c
+    }
+
+    #[test]
+    fn creates_then_finds_series_and_replays_identically() {
+        let mut c = cat_with_db();
+        let mut entries = Vec::new();
+        let tags = [("host", "a"), ("region", "eu")];
+        let fields = [("v", FieldType::Float)];
+        let r = Resolver::create(&mut c, 0, "cpu", &tags, &fields, &mut entries).unwrap();
+        assert_eq!(r.series, 0);
+        let again = Resolver::lookup(c.db("db").unwrap(), "cpu", &[("region", "eu"), ("host", "a")], &fields).unwrap();
+        assert_eq!(again.unwrap().series, 0);
+        let other = Resolver::create(&mut c, 0, "cpu", &[("host", "b")], &fields, &mut entries).unwrap();
+        assert_eq!(other.series, 1);
+
+        let mut replayed = cat_with_db();
+        for e in &entries {
+            replayed.apply(e).unwrap();
+            replayed.apply(e).unwrap(); // idempotent
+        }
+        let t = replayed.db("db").unwrap().table("cpu").unwrap();
+        assert_eq!(t.series_count(), 2);
+        let host = t.column("host").unwrap().id;
+        assert_eq!(t.series_tag_value(1, host).map(|s| &**s), Some("b"));
+        let d = t.tag_dict(host).unwrap();
+        assert_eq!(d.postings(d.id_of("a").unwrap()), &[0]);
+    }
+
+    #[test]
+    fn type_conflict_is_reported_and_changes_nothing() {
+        let mut c = cat_with_db();
+        let mut entries = Vec::new();
+        Resolver::create(&mut c, 0, "m", &[], &[("v", FieldType::Integer)], &mut entries).unwrap();
+        let n = entries.len();
+        let err = Resolver::lookup(c.db("db").unwrap(), "m", &[], &[("v", FieldType::Float)]).unwrap_err();
+        assert!(err.to_string().contains("field type conflict"), "{err}");
+        let err = Resolver::create(&mut c, 0, "m", &[("t", "x")], &[("w", FieldType::Float), ("v", FieldType::Float)], &mut entries)
+            .unwrap_err();
+        assert!(matches!(err, Error::FieldTypeConflict { .. }));
+        assert_eq!(entries.len(), n, "a rejected row must not add columns");
+        assert!(c.db("db").unwrap().table("m").unwrap().column("w").is_none());
+    }
+
+    #[test]
+    fn tag_and_field_with_the_same_name_conflict() {
+        let mut c = cat_with_db();
+        let mut e = Vec::new();
+        Resolver::create(&mut c, 0, "m", &[("x", "1")], &[("v", FieldType::Float)], &mut e).unwrap();
+        let err = Resolver::create(&mut c, 0, "m", &[], &[("x", FieldType::Float)], &mut e).unwrap_err();
+        assert!(matches!(err, Error::ColumnKindConflict { .. }));
+    }
+
+    #[test]
+    fn dropped_database_ignores_late_entries_and_ids_are_not_reused() {
+        let mut c = cat_with_db();
+        c.apply(&CatalogEntry::CreateTable { db: 0, table: 0, name: "t".into() }).unwrap();
+        c.apply(&CatalogEntry::DropDb { db: 0 }).unwrap();
+        c.apply(&CatalogEntry::CreateTable { db: 0, table: 1, name: "u".into() }).unwrap();
+        assert!(c.db("db").is_none());
+        assert_eq!(c.next_db_id(), 1);
+        assert_eq!(c.next_table_id(), 2);
+    }
+}

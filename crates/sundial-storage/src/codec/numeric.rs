@@ -1,0 +1,170 @@
+//! Values sections of fixed-width numbers: integers, unsigned integers, floats, and the u32 indexes of
+//! string dictionaries.
+//!
+//! Codecs, smallest first: Empty; Constant (one value for the whole block: a counter that did not move,
+//! a gauge pinned at 0 or 100); Pco; and Plain when pco cannot beat raw bytes (tiny blocks, where its
+//! ~20 bytes of metadata dominate, or incompressible noise). Float-only codecs (ALP, Gorilla; tags
+//! reserved in [`super::Codec`]) would be added as further arms of [`encode`] and [`decode`].
+
+use super::cursor::Cursor;
+use super::{Codec, CodecError, Result, pcodec};
+
+/// A number stored as its bit pattern: floats keep NaN payloads and the sign of zero exactly.
+pub(super) trait Word: pco::data_types::Number {
+    /// Bytes of one value in the Plain and Constant layouts.
+    const WIDTH: usize;
+    /// Names the section in errors.
+    const WHAT: &'static str;
+    fn to_bits(self) -> u64;
+    fn from_bits(bits: u64) -> Self;
+}
+
+impl Word for i64 {
+    const WIDTH: usize = 8;
+    const WHAT: &'static str = "integer values";
+    fn to_bits(self) -> u64 {
+        self as u64
+    }
+    fn from_bits(bits: u64) -> Self {
+        bits as i64
+    }
+}
+
+impl Word for u64 {
+    const WIDTH: usize = 8;
+    const WHAT: &'static str = "unsigned values";
+    fn to_bits(self) -> u64 {
+        self
+    }
+    fn from_bits(bits: u64) -> Self {
+        bits
+    }
+}
+
+impl Word for f64 {
+    const WIDTH: usize = 8;
+    const WHAT: &'static str = "float values";
+    fn to_bits(self) -> u64 {
+        f64::to_bits(self)
+    }
+    fn from_bits(bits: u64) -> Self {
+        f64::from_bits(bits)
+    }
+}
+
+impl Word for u32 {
+    const WIDTH: usize = 4;
+    const WHAT: &'static str = "dictionary indexes";
+    fn to_bits(self) -> u64 {
+        u64::from(self)
+    }
+    fn from_bits(bits: u64) -> Self {
+        bits as u32
+    }
+}
+
+/// Appends the values section of `vals` (the non-null values, in row order).
+pub(super) fn encode<T: Word>(vals: &[T], out: &mut Vec<u8>) {
+    match vals {
+        [] => out.push(Codec::Empty as u8),
+        [first, rest @ ..] if rest.iter().all(|v| v.to_bits() == first.to_bits()) => {
+            out.push(Codec::Constant as u8);
+            put_plain(&[*first], out);
+        }
+        _ => {
+            let start = out.len();
+            out.push(Codec::Pco as u8);
+            if pcodec::compress(vals, out) && out.len() - start - 1 < vals.len() * T::WIDTH {
+                return;
+            }
+            out.truncate(start);
+            out.push(Codec::Plain as u8);
+            put_plain(vals, out);
+        }
+    }
+}
+
+/// Decodes a values section of `m` numbers.
+pub(super) fn decode<T: Word>(cur: &mut Cursor<'_>, m: usize) -> Result<Vec<T>> {
+    match Codec::read(cur, T::WHAT)? {
+        Codec::Empty if m == 0 => Ok(Vec::new()),
+        Codec::Empty => Err(CodecError::LengthMismatch { what: T::WHAT, expected: m, actual: 0 }),
+        Codec::Constant => Ok(vec![get_plain::<T>(cur, 1)?[0]; m]),
+        Codec::Plain => get_plain(cur, m),
+        Codec::Pco if m == 0 => Err(CodecError::Corrupt { what: "pco values section for zero values" }),
+        Codec::Pco => pcodec::decompress(cur.rest(), m, T::WHAT),
+        codec => Err(CodecError::WrongCodec { what: T::WHAT, codec }),
+    }
+}
+
+/// Appends each value's low `WIDTH` bytes, little-endian.
+pub(super) fn put_plain<T: Word>(vals: &[T], out: &mut Vec<u8>) {
+    out.reserve(vals.len() * T::WIDTH);
+    for v in vals {
+        out.extend_from_slice(&v.to_bits().to_le_bytes()[..T::WIDTH]);
+    }
+}
+
+/// Reads `m` plain values; the length is checked before anything is allocated.
+pub(super) fn get_plain<T: Word>(cur: &mut Cursor<'_>, m: usize) -> Result<Vec<T>> {
+    let len = m.checked_mul(T::WIDTH).ok_or(CodecError::Corrupt { what: T::WHAT })?;
+    Ok(unpack_plain(cur.take(len, T::WHAT)?))
+}
+
+fn unpack_plain<T: Word>(bytes: &[u8]) -> Vec<T> {
+    bytes.chunks_exact(T::WIDTH).map(|c| T::from_bits(le_word(c))).collect()
+}
+
+/// A little-endian word of up to 8 bytes (for a fixed width the copy compiles to one load).
+fn le_word(c: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a[..c.len()].copy_from_slice(c);
+    u64::from_le_bytes(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip<T: Word>(vals: &[T]) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode(vals, &mut out);
+        let mut cur = Cursor::new(&out);
+        let got: Vec<T> = decode(&mut cur, vals.len()).unwrap();
+        assert_eq!(
+            got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            vals.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+        assert_eq!(cur.remaining(), 0);
+        out
+    }
+
+    #[test]
+    fn chooses_constant_pco_or_plain() {
+        assert_eq!(round_trip::<i64>(&[])[0], Codec::Empty as u8);
+        assert_eq!(round_trip(&[7i64; 100]).len(), 9);
+        assert_eq!(round_trip(&[f64::NAN; 3])[0], Codec::Constant as u8);
+        // -0.0 == 0.0, but they are different bit patterns, so not a constant.
+        assert_ne!(round_trip(&[0.0f64, -0.0])[0], Codec::Constant as u8);
+        assert_eq!(round_trip(&[1i64, 2])[0], Codec::Plain as u8);
+        let walk: Vec<i64> = (0..1000).map(|i| 50 + (i % 7) - 3).collect();
+        let out = round_trip(&walk);
+        assert_eq!(out[0], Codec::Pco as u8);
+        assert!(out.len() < 1000);
+        round_trip(&[i64::MIN, i64::MAX, 0, -1]);
+        round_trip(&[u64::MAX, 0, 1]);
+        round_trip(&[u32::MAX, 0, 3]);
+    }
+
+    #[test]
+    fn counts_and_tags_are_checked() {
+        let mut out = Vec::new();
+        encode(&[1i64, 2, 3], &mut out);
+        assert!(decode::<i64>(&mut Cursor::new(&out), 4).is_err());
+        assert!(decode::<i64>(&mut Cursor::new(&[Codec::Empty as u8]), 1).is_err());
+        assert!(decode::<i64>(&mut Cursor::new(&[Codec::BitPacked as u8]), 1).is_err());
+        assert!(decode::<i64>(&mut Cursor::new(&[Codec::Pco as u8]), 0).is_err());
+        assert!(decode::<i64>(&mut Cursor::new(&[0x7f]), 0).is_err());
+        assert!(decode::<i64>(&mut Cursor::new(&[Codec::Plain as u8]), usize::MAX).is_err());
+    }
+}

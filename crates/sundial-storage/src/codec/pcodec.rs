@@ -1,0 +1,195 @@
+//! pco (pcodec) for numeric runs: near-entropy compression of integers and floats with fast decode.
+//!
+//! We use pco's "wrapped" API rather than its standalone files: the block header already stores the
+//! count, so the standalone magic, count hint and terminator (about 10 bytes) would be waste, and the
+//! wrapped API lets us inspect the chunk metadata before pco allocates from it (see [`decompress`]).
+//!
+//! The payload starts with the count of numbers. It repeats what the block header implies, but pco
+//! cannot tell a page of 1000 numbers read as 999 from a valid page of 999, so without it a wrong row
+//! count (a bookkeeping bug in the segment writer or reader) would decode to silently wrong values.
+//! It costs two bytes per block.
+
+use pco::data_types::Number;
+use pco::errors::PcoError;
+use pco::metadata::{ChunkMeta, DeltaEncoding};
+use pco::wrapped::{FileCompressor, FileDecompressor};
+use pco::{ChunkConfig, DeltaSpec, ModeSpec, PagingSpec};
+
+use super::cursor::Cursor;
+use super::{CodecError, Result};
+use crate::encoding::put_uvarint;
+
+/// pco's compression level, stated so that an upgrade cannot silently change it. On the TSBS walk
+/// (examples/codec_bench.rs) level 4 gives 0.291 bytes/value, 8 gives 0.279 and 12 gives 0.281 (its
+/// larger metadata costs more than it saves on 8640 values); decode speed does not depend on the level.
+const PCO_LEVEL: usize = 8;
+
+/// The config for one block of `n` numbers.
+///
+/// - Mode `Auto`: lets pco find a common multiplier (integers stored in units of 10, floats with two
+///   decimals via FloatMult) when it saves bits; it costs only encode time.
+/// - Delta `Auto`: pco tries consecutive delta orders and lookback and keeps the cheapest. On the TSBS
+///   walk it picks order 1 (2412 bytes; order 2: 3050, none: 7187, lookback: 2420 and 40% slower to
+///   decode), and on jittered timestamps order 1 as well, so a fixed order would gain nothing.
+/// - One page holding the whole block: blocks are at most `BLOCK_ROWS_MAX` rows, far below pco's
+///   2¹⁸-per-page default, and a single page keeps the layout "one chunk, one page".
+fn config(n: usize) -> ChunkConfig {
+    ChunkConfig::default()
+        .with_compression_level(PCO_LEVEL)
+        .with_mode_spec(ModeSpec::Auto)
+        .with_delta_spec(DeltaSpec::Auto)
+        .with_paging_spec(PagingSpec::Exact(vec![n]))
+        .with_enable_8_bit(false)
+}
+
+/// Appends the pco payload of `nums` (non-empty) to `out`. Returns false, leaving `out` as it was, if
+/// pco refuses (it should not for our number types; the caller then stores the values plain).
+pub(super) fn compress<T: Number>(nums: &[T], out: &mut Vec<u8>) -> bool {
+    let start = out.len();
+    let ok = !nums.is_empty() && try_compress(nums, out).is_ok();
+    if !ok {
+        out.truncate(start);
+    }
+    ok
+}
+
+fn try_compress<T: Number>(nums: &[T], out: &mut Vec<u8>) -> pco::errors::PcoResult<()> {
+    put_uvarint(out, nums.len() as u64);
+    let fc = FileCompressor::default();
+    fc.write_header(&mut *out)?;
+    let mut cc = fc.chunk_compressor(nums, &config(nums.len()))?;
+    cc.write_meta(&mut *out)?;
+    cc.write_page(0, &mut *out)?;
+    Ok(())
+}
+
+/// Decodes a pco payload of exactly `m` numbers that fills `buf`.
+pub(super) fn decompress<T: Number>(buf: &[u8], m: usize, what: &'static str) -> Result<Vec<T>> {
+    let err = |e: PcoError| CodecError::Pco { what, message: e.to_string() };
+    let mut cur = Cursor::new(buf);
+    let count = cur.uvarint(what)?;
+    if count != m as u64 {
+        return Err(CodecError::LengthMismatch {
+            what,
+            expected: m,
+            actual: usize::try_from(count).unwrap_or(usize::MAX),
+        });
+    }
+    let (fd, rest) = FileDecompressor::new(cur.rest()).map_err(err)?;
+    check_dict_len(rest, m, what)?;
+    let (mut cd, rest) = fd.chunk_decompressor::<T, &[u8]>(rest).map_err(err)?;
+    check_lookback(cd.meta(), m, what)?;
+    let mut dst = vec![T::default(); m];
+    let mut pd = cd.page_decompressor(rest, m).map_err(err)?;
+    let progress = pd.read(&mut dst).map_err(err)?;
+    if progress.n_processed != m || !progress.finished {
+        return Err(CodecError::LengthMismatch { what, expected: m, actual: progress.n_processed });
+    }
+    if !pd.into_src().is_empty() {
+        return Err(CodecError::Corrupt { what: "pco payload (bytes after the page)" });
+    }
+    Ok(dst)
+}
+
+/// Bit layout of the start of a pco 1.x chunk's metadata: a 4-bit mode variant, and for Dict mode (4)
+/// a 25-bit dictionary length, LSB-first.
+const MODE_BITS: u32 = 4;
+const MODE_DICT: u32 = 4;
+const DICT_LEN_BITS: u32 = 25;
+
+/// pco's Dict mode allocates its dictionary from the stored length before reading the entries, so 4
+/// corrupt bytes could ask for 2²⁵ entries (256 MiB). A dictionary never holds more distinct values than
+/// the page has numbers, so anything above `m` is corrupt; we refuse it before pco parses the metadata.
+/// (Our writer never uses Dict mode, `ModeSpec::Auto` does not consider it, but we accept it so that
+/// switching it on later stays readable.)
+fn check_dict_len(chunk: &[u8], m: usize, what: &'static str) -> Result<()> {
+    // Zero-extend a short input: pco pads short reads with zeros before it notices the shortage.
+    let mut head = [0u8; 4];
+    let k = chunk.len().min(4);
+    head[..k].copy_from_slice(&chunk[..k]);
+    let word = u32::from_le_bytes(head);
+    let dict_len = (word >> MODE_BITS) & ((1 << DICT_LEN_BITS) - 1);
+    if word & ((1 << MODE_BITS) - 1) == MODE_DICT && dict_len as usize > m {
+        return Err(CodecError::LengthMismatch { what, expected: m, actual: dict_len as usize });
+    }
+    Ok(())
+}
+
+/// pco's lookback delta encoding allocates a window buffer of `2 · 2^window_n_log` numbers when a page
+/// is opened, and accepts `window_n_log` up to 24 (256 MiB of u64). Its encoder picks a window no
+/// larger than the page (and at most 2¹⁵), so a window beyond both 2¹⁶ and `m` is corrupt.
+fn check_lookback(meta: &ChunkMeta, m: usize, what: &'static str) -> Result<()> {
+    const WINDOW_LOG_ALWAYS_OK: u32 = 16;
+    if let DeltaEncoding::Lookback { config, .. } = &meta.delta_encoding {
+        let limit = WINDOW_LOG_ALWAYS_OK.max(usize::BITS - m.leading_zeros());
+        if config.window_n_log > limit {
+            return Err(CodecError::Pco {
+                what,
+                message: format!("lookback window 2^{} too large", config.window_n_log),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pco::metadata::Mode;
+
+    fn round_trip<T: Number>(nums: &[T]) -> Vec<u8> {
+        let mut out = Vec::new();
+        assert!(compress(nums, &mut out));
+        assert_eq!(decompress::<T>(&out, nums.len(), "t").unwrap(), nums);
+        out
+    }
+
+    #[test]
+    fn round_trips_and_rejects_wrong_counts() {
+        let walk: Vec<i64> = (0..1000).map(|i| (i * 7919 % 13) - 6).collect();
+        let out = round_trip(&walk);
+        assert!(decompress::<i64>(&out, 999, "t").is_err());
+        assert!(decompress::<i64>(&out, 1001, "t").is_err());
+        // The wrapped format does not record the number type (i64 and u64 share u64 latents): the
+        // column's FieldType, from the segment index, decides it.
+        let mut longer = out.clone();
+        longer.push(0);
+        assert!(decompress::<i64>(&longer, 1000, "t").is_err());
+        let floats = [f64::NAN, f64::from_bits(0xfff0_0000_0000_0001), -0.0, f64::INFINITY, 1.5];
+        let mut out = Vec::new();
+        assert!(compress(&floats, &mut out));
+        let got = decompress::<f64>(&out, floats.len(), "t").unwrap();
+        assert_eq!(got.iter().map(|f| f.to_bits()).collect::<Vec<_>>(), floats.map(f64::to_bits));
+        round_trip(&[u32::MAX, 0, 7]);
+        let mut out = Vec::new();
+        assert!(!compress::<i64>(&[], &mut out));
+        assert!(out.is_empty());
+    }
+
+    /// The Dict guard reads pco's bit layout itself; this checks it against pco's own Dict encoding.
+    #[test]
+    fn dict_guard_reads_the_dictionary_length_pco_writes() {
+        let nums: Vec<u64> = (0..2000).map(|i| [1 << 60, 5, u64::MAX / 3][i % 3]).collect();
+        let config = config(nums.len()).with_mode_spec(ModeSpec::TryDict);
+        let fc = FileCompressor::default();
+        let mut out = Vec::new();
+        fc.write_header(&mut out).unwrap();
+        let header_len = out.len();
+        let cc = fc.chunk_compressor(&nums, &config).unwrap();
+        let Mode::Dict(dict) = &cc.meta().mode else { panic!("pco did not pick Dict mode: {:?}", cc.meta().mode) };
+        assert_eq!(dict.downcast_ref::<u64>().map(Vec::len), Some(3));
+        cc.write_meta(&mut out).unwrap();
+        assert!(check_dict_len(&out[header_len..], 3, "t").is_ok());
+        assert!(check_dict_len(&out[header_len..], 2, "t").is_err());
+    }
+
+    #[test]
+    fn huge_dictionary_claims_are_refused_before_allocation() {
+        // Count 10, pco header 4.1, then mode Dict with a length of 2^25 - 1.
+        let word: u32 = MODE_DICT | (((1 << DICT_LEN_BITS) - 1) << MODE_BITS);
+        let mut buf = vec![10, 4, 1];
+        buf.extend_from_slice(&word.to_le_bytes());
+        assert!(matches!(decompress::<u64>(&buf, 10, "t"), Err(CodecError::LengthMismatch { .. })));
+        assert!(decompress::<u64>(&buf[..5], 10, "t").is_err());
+    }
+}

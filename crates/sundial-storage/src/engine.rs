@@ -1,0 +1,711 @@
+//! The engine: one data directory, its catalog, WAL, memtables and segments, and the flush thread.
+//!
+//! Directory layout:
+//! ```text
+//! <data>/LOCK                      held (flock) while an engine has the directory open
+//! <data>/catalog.log               catalog entries (catalog_log.rs)
+//! <data>/wal/<first_seq>.wal       write-ahead log files (wal.rs)
+//! <data>/db<id>/p<start_ns>/t<table>-g<generation>.seg    segment files (segment.rs)
+//! ```
+//!
+//! Concurrency: writers are serialised by `write_lock` (resolve names, append to the WAL, apply to the
+//! active memtable) and then wait for durability outside it, so concurrent requests share fsyncs.
+//! Readers never take `write_lock`: they snapshot the segment list and memtables under short read locks.
+//!
+//! Flush protocol (crash-safe in every order of partial completion):
+//! 1. under `write_lock`: rotate the WAL and freeze the active memtable (it now covers exactly the WAL
+//!    files before the rotation point);
+//! 2. append the generation's catalog entries to `catalog.log` and fsync;
+//! 3. write one segment per (table, partition) as `*.seg.tmp`, fsync, rename, fsync the directories;
+//! 4. publish the segments, then drop the frozen memtable;
+//! 5. delete the WAL files before the rotation point.
+//! A crash before 5 replays the WAL over segments that may already hold the same rows: replay re-applies
+//! identical values, and last-write-wins makes the duplicates harmless until compaction removes them.
+
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
+
+use crate::batch::WriteBatch;
+use crate::catalog::{Catalog, CatalogEntry, ColId, ColumnKind, DbId, Resolver, SeriesId, TableId, validate_name};
+use crate::catalog_log::CatalogLog;
+use crate::error::{Error, Result};
+use crate::limits;
+use crate::memtable::MemGen;
+use crate::rows::{self, SeriesRows};
+use crate::segment::{PartitionedWriter, Segment};
+use crate::types::{FieldType, Value};
+use crate::wal::{self, SyncPolicy, Wal};
+
+/// Engine settings. Every field has a documented default (see [`EngineConfig::new`]).
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    pub data_dir: PathBuf,
+    /// When writes are acknowledged. Default: [`SyncPolicy::Batch`].
+    pub wal_sync: SyncPolicy,
+    /// Bytes of the active memtable that start a flush. Default 256 MiB.
+    pub memtable_bytes_max: usize,
+    /// Age of the oldest unflushed write that starts a flush. Default 5 minutes.
+    pub flush_interval: Duration,
+    /// Time partition length in nanoseconds. Default one day.
+    pub partition_ns: i64,
+    /// Frozen memtables waiting for flush before writers stall. Default 2.
+    pub frozen_max: usize,
+    /// How long a stalled writer waits for the flush before its write is refused. Default 30 s.
+    pub write_stall_timeout: Duration,
+}
+
+impl EngineConfig {
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        EngineConfig {
+            data_dir: data_dir.into(),
+            wal_sync: SyncPolicy::Batch,
+            memtable_bytes_max: limits::MEMTABLE_BYTES_DEFAULT,
+            flush_interval: Duration::from_millis(limits::FLUSH_INTERVAL_MS_DEFAULT),
+            partition_ns: limits::PARTITION_NS_DEFAULT,
+            frozen_max: 2,
+            write_stall_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// One row to write, with names (the engine resolves them to ids).
+#[derive(Clone, Debug)]
+pub struct WritePoint<'a> {
+    /// Where the row came from (1-based line number), for error reports.
+    pub line: usize,
+    pub table: &'a str,
+    pub tags: Vec<(&'a str, &'a str)>,
+    pub fields: Vec<(&'a str, Value)>,
+    /// Nanoseconds since the Unix epoch.
+    pub ts: i64,
+}
+
+/// What happened to a write: rows applied, and the lines rejected with why.
+#[derive(Debug, Default)]
+pub struct WriteOutcome {
+    pub rows_written: usize,
+    pub rejected: Vec<(usize, Error)>,
+}
+
+/// A frozen memtable waiting to be flushed.
+#[derive(Debug)]
+pub struct Frozen {
+    pub memtable: MemGen,
+    entries: Vec<CatalogEntry>,
+    /// First WAL sequence number not covered by this memtable.
+    wal_end: u64,
+    pub generation: u64,
+}
+
+#[derive(Default)]
+struct MemState {
+    active: MemGen,
+    /// Catalog entries created by writes in `active`, persisted to catalog.log when it is flushed.
+    active_entries: Vec<CatalogEntry>,
+    frozen: VecDeque<Arc<Frozen>>,
+}
+
+type SegmentSet = HashMap<(DbId, TableId), Vec<Arc<Segment>>>;
+
+struct Inner {
+    config: EngineConfig,
+    _lock: File,
+    catalog: RwLock<Catalog>,
+    catalog_log: Mutex<CatalogLog>,
+    wal: Wal,
+    write_lock: Mutex<()>,
+    mem: RwLock<MemState>,
+    segments: RwLock<SegmentSet>,
+    next_generation: AtomicU64,
+    /// Signals the flush thread (work or shutdown) and stalled writers (a flush finished).
+    flush_mx: Mutex<()>,
+    flush_cv: Condvar,
+    shutdown: AtomicBool,
+    poisoned: Mutex<Option<String>>,
+}
+
+pub struct Engine {
+    inner: Arc<Inner>,
+    flusher: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("data_dir", &self.inner.config.data_dir).finish_non_exhaustive()
+    }
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::io(path, e)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))
+}
+
+impl Engine {
+    /// Opens (creating if needed) the data directory and recovers: catalog log, segments, then the WAL.
+    pub fn open(config: EngineConfig) -> Result<Engine> {
+        let dir = config.data_dir.clone();
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let lock_path = dir.join("LOCK");
+        let lock = File::create(&lock_path).map_err(io(&lock_path))?;
+        lock.try_lock().map_err(|_| Error::Io {
+            path: lock_path.clone(),
+            source: std::io::Error::other("the data directory is in use by another Sundial process"),
+        })?;
+
+        let (catalog_log, entries) = CatalogLog::open(&dir.join("catalog.log"))?;
+        let mut catalog = Catalog::default();
+        for e in &entries {
+            catalog.apply(e)?;
+        }
+        let segments = load_segments(&dir, &catalog)?;
+        let max_gen = segments.values().flatten().map(|s| s.id.generation).max().unwrap_or(0);
+
+        let mut mem = MemState::default();
+        let mut replayed = 0u64;
+        let next_seq = wal::replay(&dir.join("wal"), |seq, payload| {
+            let b = WriteBatch::decode(payload).ok_or_else(|| Error::Corrupt {
+                path: dir.join("wal"),
+                offset: seq,
+                what: format!("WAL record {seq} is checksummed but does not decode (written by a newer version?)"),
+            })?;
+            for e in &b.entries {
+                catalog.apply(e)?;
+            }
+            mem.active_entries.extend(b.entries.iter().cloned());
+            mem.active.apply(&filter_live(&catalog, b));
+            replayed += 1;
+            Ok(())
+        })?;
+        tracing::info!(records = replayed, rows = mem.active.rows, "WAL replayed");
+        let wal = Wal::open(&dir.join("wal"), next_seq, config.wal_sync)?;
+
+        let inner = Arc::new(Inner {
+            config,
+            _lock: lock,
+            catalog: RwLock::new(catalog),
+            catalog_log: Mutex::new(catalog_log),
+            wal,
+            write_lock: Mutex::new(()),
+            mem: RwLock::new(mem),
+            segments: RwLock::new(segments),
+            next_generation: AtomicU64::new(max_gen + 1),
+            flush_mx: Mutex::new(()),
+            flush_cv: Condvar::new(),
+            shutdown: AtomicBool::new(false),
+            poisoned: Mutex::new(None),
+        });
+        let worker = inner.clone();
+        let flusher = std::thread::Builder::new()
+            .name("sundial-flush".into())
+            .spawn(move || worker.flush_loop())
+            .map_err(io(&dir))?;
+        Ok(Engine { inner, flusher: Some(flusher) })
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.inner.config
+    }
+
+    /// Shared access to the catalog (schemas, series, tag index). Hold it briefly.
+    pub fn catalog(&self) -> RwLockReadGuard<'_, Catalog> {
+        self.inner.catalog.read()
+    }
+
+    pub fn create_database(&self, name: &str, retention_ns: i64, if_not_exists: bool) -> Result<()> {
+        validate_name(name)?;
+        let _w = self.inner.write_lock.lock();
+        let mut cat = self.inner.catalog.write();
+        if cat.db(name).is_some() {
+            return if if_not_exists { Ok(()) } else { Err(Error::DatabaseExists { name: name.to_string() }) };
+        }
+        if cat.dbs().len() >= limits::DATABASES_MAX {
+            return Err(Error::LimitExceeded {
+                what: "databases",
+                actual: cat.dbs().len() as u64 + 1,
+                limit: limits::DATABASES_MAX as u64,
+                fix: "drop unused databases",
+            });
+        }
+        let e = CatalogEntry::CreateDb { db: cat.next_db_id(), name: name.to_string(), retention_ns };
+        self.inner.catalog_log.lock().append(std::slice::from_ref(&e))?;
+        cat.apply(&e)
+    }
+
+    /// Drops a database and deletes its files. Unknown names are an error unless `if_exists`.
+    pub fn drop_database(&self, name: &str, if_exists: bool) -> Result<()> {
+        let _w = self.inner.write_lock.lock();
+        let mut cat = self.inner.catalog.write();
+        let Some(db) = cat.db(name).map(|d| d.id) else {
+            return if if_exists { Ok(()) } else { Err(Error::DatabaseNotFound { name: name.to_string() }) };
+        };
+        let e = CatalogEntry::DropDb { db };
+        self.inner.catalog_log.lock().append(std::slice::from_ref(&e))?;
+        cat.apply(&e)?;
+        drop(cat);
+        self.inner.segments.write().retain(|(d, _), _| *d != db);
+        remove_dir_if_exists(&self.inner.config.data_dir.join(format!("db{db}")))
+    }
+
+    /// Drops a table (measurement) of a database and deletes its segment files.
+    pub fn drop_table(&self, db_name: &str, table: &str) -> Result<()> {
+        let _w = self.inner.write_lock.lock();
+        let mut cat = self.inner.catalog.write();
+        let db = cat.db(db_name).ok_or_else(|| Error::DatabaseNotFound { name: db_name.to_string() })?;
+        let Some(t) = db.table(table).map(|t| t.id) else { return Ok(()) };
+        let e = CatalogEntry::DropTable { db: db.id, table: t };
+        let db = db.id;
+        self.inner.catalog_log.lock().append(std::slice::from_ref(&e))?;
+        cat.apply(&e)?;
+        drop(cat);
+        let removed = self.inner.segments.write().remove(&(db, t)).unwrap_or_default();
+        for s in removed {
+            std::fs::remove_file(&s.path).map_err(io(&s.path))?;
+        }
+        Ok(())
+    }
+
+    /// Writes rows to database `db`. Lines that conflict with the schema are rejected one by one; the
+    /// others are applied and durable (under the sync policy) when this returns.
+    pub fn write(&self, db: &str, points: &[WritePoint<'_>]) -> Result<WriteOutcome> {
+        self.inner.check_poisoned()?;
+        let w = self.inner.write_lock.lock();
+        self.inner.stall_if_behind()?;
+        let (batch, rejected) = self.inner.resolve(db, points)?;
+        if batch.rows.is_empty() && batch.entries.is_empty() {
+            return Ok(WriteOutcome { rows_written: 0, rejected });
+        }
+        let mut payload = Vec::with_capacity(batch.rows.len() * 32);
+        batch.encode(&mut payload);
+        let seq = self.inner.wal.append(&payload).inspect_err(|e| self.inner.poison(e))?;
+        let rows_written = batch.rows.len();
+        let full = {
+            let mut mem = self.inner.mem.write();
+            mem.active.apply(&batch);
+            mem.active_entries.extend(batch.entries);
+            mem.active.bytes >= self.inner.config.memtable_bytes_max
+        };
+        if full {
+            self.inner.freeze(&w)?;
+        }
+        drop(w);
+        self.inner.wal.wait(seq).inspect_err(|e| self.inner.poison(e))?;
+        Ok(WriteOutcome { rows_written, rejected })
+    }
+
+    /// Flushes everything written so far into segment files and waits for it.
+    pub fn flush(&self) -> Result<()> {
+        {
+            let w = self.inner.write_lock.lock();
+            self.inner.freeze(&w)?;
+        }
+        self.inner.flush_pending()
+    }
+
+    /// A consistent view of one table for reading: the segments overlapping `[ts_min, ts_max]` and the
+    /// memtables, with the active memtable's rows for `series` copied out.
+    pub fn snapshot(&self, db: DbId, table: TableId, series: &[SeriesId], ts_min: i64, ts_max: i64, cols: &[(ColId, FieldType)]) -> TableSnapshot {
+        let mem = self.inner.mem.read();
+        let segments: Vec<Arc<Segment>> = self
+            .inner
+            .segments
+            .read()
+            .get(&(db, table))
+            .map(|v| v.iter().filter(|s| s.ts_max >= ts_min && s.ts_min <= ts_max).cloned().collect())
+            .unwrap_or_default();
+        let frozen: Vec<Arc<Frozen>> = mem.frozen.iter().cloned().collect();
+        let mut active = HashMap::new();
+        if let Some(t) = mem.active.table(db, table) {
+            for s in series {
+                if let Some(buf) = t.series.get(s) {
+                    let r = buf.read(*s, ts_min, ts_max, cols);
+                    if !r.is_empty() {
+                        active.insert(*s, r);
+                    }
+                }
+            }
+        }
+        TableSnapshot { db, table, ts_min, ts_max, cols: cols.to_vec(), segments, frozen, active }
+    }
+
+    /// Bytes of segment files currently live, and the number of files.
+    pub fn disk_usage(&self) -> (u64, usize) {
+        let segs = self.inner.segments.read();
+        let all = segs.values().flatten();
+        (all.clone().map(|s| s.file_bytes).sum(), all.count())
+    }
+
+    /// Rows and bytes in memtables not yet flushed.
+    pub fn memtable_usage(&self) -> (u64, usize) {
+        let mem = self.inner.mem.read();
+        let rows = mem.active.rows + mem.frozen.iter().map(|f| f.memtable.rows).sum::<u64>();
+        let bytes = mem.active.bytes + mem.frozen.iter().map(|f| f.memtable.bytes).sum::<usize>();
+        (rows, bytes)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.inner.shutdown.store(true, Ordering::SeqCst);
+        {
+            let _g = self.inner.flush_mx.lock();
+            self.inner.flush_cv.notify_all();
+        }
+        if let Some(t) = self.flusher.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn remove_dir_if_exists(dir: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(dir, e)),
+        _ => Ok(()),
+    }
+}
+
+/// Drops rows of tables that no longer exist (dropped after the WAL record was written).
+fn filter_live(cat: &Catalog, mut b: WriteBatch) -> WriteBatch {
+    let live = |t: TableId| cat.db_by_id(b.db).is_some_and(|d| d.table_by_id(t).is_some());
+    if b.rows.iter().all(|r| live(r.table)) {
+        return b;
+    }
+    let mut out = WriteBatch::new(b.db);
+    for i in 0..b.rows.len() {
+        let r = b.rows[i];
+        if live(r.table) {
+            out.push_row(r.table, r.series, r.ts, b.row_values(i).iter().cloned());
+        }
+    }
+    out.entries = std::mem::take(&mut b.entries);
+    out
+}
+
+/// Opens every segment file of live tables; deletes leftovers (temp files, dropped tables); quarantines
+/// files that fail to open so the server can still start (the error is logged loudly).
+fn load_segments(dir: &Path, cat: &Catalog) -> Result<SegmentSet> {
+    let mut set: SegmentSet = HashMap::new();
+    for db_entry in std::fs::read_dir(dir).map_err(io(dir))? {
+        let db_path = db_entry.map_err(io(dir))?.path();
+        let Some(db_id) = dir_id(&db_path, "db") else { continue };
+        if cat.db_by_id(db_id as DbId).is_none() {
+            tracing::info!(path = %db_path.display(), "removing files of a dropped database");
+            remove_dir_if_exists(&db_path)?;
+            continue;
+        }
+        for p_entry in std::fs::read_dir(&db_path).map_err(io(&db_path))? {
+            let p_path = p_entry.map_err(io(&db_path))?.path();
+            if dir_id(&p_path, "p").is_none() {
+                continue;
+            }
+            for f in std::fs::read_dir(&p_path).map_err(io(&p_path))? {
+                let path = f.map_err(io(&p_path))?.path();
+                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                if name.ends_with(".tmp") {
+                    std::fs::remove_file(&path).map_err(io(&path))?;
+                    continue;
+                }
+                if !name.ends_with(".seg") {
+                    continue;
+                }
+                match Segment::open(&path) {
+                    Ok(s) => {
+                        let live = cat.db_by_id(s.id.db).is_some_and(|d| d.table_by_id(s.id.table).is_some());
+                        if live {
+                            set.entry((s.id.db, s.id.table)).or_default().push(Arc::new(s));
+                        } else {
+                            std::fs::remove_file(&path).map_err(io(&path))?;
+                        }
+                    }
+                    Err(e) => {
+                        let q = path.with_extension("seg.corrupt");
+                        tracing::error!(error = %e, quarantined = %q.display(), "segment file failed to open; its rows are NOT served");
+                        std::fs::rename(&path, &q).map_err(io(&path))?;
+                    }
+                }
+            }
+        }
+    }
+    for v in set.values_mut() {
+        v.sort_by_key(|s| s.id.generation);
+    }
+    Ok(set)
+}
+
+fn dir_id(path: &Path, prefix: &str) -> Option<i64> {
+    path.is_dir().then_some(())?;
+    path.file_name()?.to_str()?.strip_prefix(prefix)?.parse().ok()
+}
+
+impl Inner {
+    fn check_poisoned(&self) -> Result<()> {
+        match &*self.poisoned.lock() {
+            Some(why) => Err(Error::Poisoned(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    fn poison(&self, e: &Error) {
+        self.poisoned.lock().get_or_insert_with(|| e.to_string());
+    }
+
+    /// Resolves names to ids, creating catalog entries as needed; returns the batch and rejected lines.
+    fn resolve(&self, db: &str, points: &[WritePoint<'_>]) -> Result<(WriteBatch, Vec<(usize, Error)>)> {
+        let mut guard = self.catalog.upgradable_read();
+        let db_id = guard.db(db).ok_or_else(|| Error::DatabaseNotFound { name: db.to_string() })?.id;
+        let mut batch = WriteBatch::new(db_id);
+        let mut rejected = Vec::new();
+        let mut field_types: Vec<(&str, FieldType)> = Vec::new();
+        for p in points {
+            field_types.clear();
+            field_types.extend(p.fields.iter().map(|(k, v)| (*k, v.field_type())));
+            let db_cat = guard.db_by_id(db_id).ok_or_else(|| Error::internal("database vanished under write lock"))?;
+            let found = Resolver::lookup(db_cat, p.table, &p.tags, &field_types);
+            let resolved = match found {
+                Ok(Some(r)) => Ok(r),
+                Ok(None) => {
+                    let mut w = RwLockUpgradableReadGuard::upgrade(guard);
+                    let r = Resolver::create(&mut w, db_id, p.table, &p.tags, &field_types, &mut batch.entries);
+                    guard = RwLockWriteGuard::downgrade_to_upgradable(w);
+                    r
+                }
+                Err(e) => Err(e),
+            };
+            match resolved {
+                Ok(r) => {
+                    let values = r.fields.iter().zip(&p.fields).map(|((col, _), (_, v))| (*col, v.clone()));
+                    batch.push_row(r.table, r.series, p.ts, values);
+                }
+                Err(e) if e.is_user_error() => rejected.push((p.line, e)),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((batch, rejected))
+    }
+
+    /// Waits while too many memtables are waiting for flush (backpressure); refuses after the timeout.
+    fn stall_if_behind(&self) -> Result<()> {
+        let deadline = Instant::now() + self.config.write_stall_timeout;
+        loop {
+            if self.mem.read().frozen.len() < self.config.frozen_max {
+                return Ok(());
+            }
+            self.check_poisoned()?;
+            let mut g = self.flush_mx.lock();
+            if Instant::now() >= deadline {
+                return Err(Error::Overloaded { reason: "memtable flush is behind (timeout)".into() });
+            }
+            self.flush_cv.notify_all();
+            self.flush_cv.wait_for(&mut g, Duration::from_millis(50));
+        }
+    }
+
+    /// Rotates the WAL and freezes the active memtable. Requires the write lock (proved by the guard).
+    fn freeze(&self, _w: &parking_lot::MutexGuard<'_, ()>) -> Result<()> {
+        {
+            let mem = self.mem.read();
+            if mem.active.is_empty() && mem.active_entries.is_empty() {
+                return Ok(());
+            }
+        }
+        let wal_end = self.wal.rotate().inspect_err(|e| self.poison(e))?;
+        let generation = self.next_generation.fetch_add(1, Ordering::SeqCst);
+        {
+            let mut mem = self.mem.write();
+            let memtable = std::mem::take(&mut mem.active);
+            let entries = std::mem::take(&mut mem.active_entries);
+            mem.frozen.push_back(Arc::new(Frozen { memtable, entries, wal_end, generation }));
+        }
+        let _g = self.flush_mx.lock();
+        self.flush_cv.notify_all();
+        Ok(())
+    }
+
+    fn flush_loop(self: Arc<Self>) {
+        while !self.shutdown.load(Ordering::SeqCst) {
+            if let Err(e) = self.flush_pending().and_then(|()| self.flush_if_old()) {
+                tracing::error!(error = %e, "flush failed; writes are refused until restart");
+                self.poison(&e);
+            }
+            let mut g = self.flush_mx.lock();
+            if self.mem.read().frozen.is_empty() && !self.shutdown.load(Ordering::SeqCst) {
+                self.flush_cv.wait_for(&mut g, Duration::from_millis(500));
+            }
+        }
+    }
+
+    fn flush_if_old(&self) -> Result<()> {
+        let old = self.mem.read().active.created.is_some_and(|c| c.elapsed() >= self.config.flush_interval);
+        if old {
+            let w = self.write_lock.lock();
+            self.freeze(&w)?;
+        }
+        Ok(())
+    }
+
+    /// Flushes every frozen memtable, oldest first. Only one flush runs at a time.
+    fn flush_pending(&self) -> Result<()> {
+        static FLUSHING: Mutex<()> = Mutex::new(());
+        let _one = FLUSHING.lock();
+        loop {
+            self.check_poisoned()?;
+            let Some(f) = self.mem.read().frozen.front().cloned() else { return Ok(()) };
+            let start = Instant::now();
+            let n = self.flush_one(&f)?;
+            {
+                let mut mem = self.mem.write();
+                if mem.frozen.front().is_some_and(|x| Arc::ptr_eq(x, &f)) {
+                    mem.frozen.pop_front();
+                }
+            }
+            self.wal.delete_before(f.wal_end)?;
+            tracing::debug!(rows = f.memtable.rows, segments = n, ms = start.elapsed().as_millis() as u64, "flushed");
+            let _g = self.flush_mx.lock();
+            self.flush_cv.notify_all();
+        }
+    }
+
+    /// Writes one frozen memtable to segment files and publishes them; returns the number of files.
+    fn flush_one(&self, f: &Frozen) -> Result<usize> {
+        self.catalog_log.lock().append(&f.entries)?;
+        let dir = &self.config.data_dir;
+        let mut published = Vec::new();
+        let mut tables: Vec<_> = f.memtable.tables.iter().collect();
+        tables.sort_by_key(|(k, _)| **k);
+        for (&(db, table), mt) in tables {
+            let Some(col_types) = self.table_field_types(db, table) else { continue };
+            let mut w = PartitionedWriter::new(dir, db, table, self.config.partition_ns, f.generation);
+            let mut series: Vec<_> = mt.series.iter().collect();
+            series.sort_by_key(|(s, _)| **s);
+            for (sid, buf) in series {
+                let sorted;
+                let buf = if buf.sorted { buf } else { sorted = buf.sorted_dedup(); &sorted };
+                let cols: Vec<ColId> = buf.cols.iter().map(|(c, _)| *c).collect();
+                debug_assert!(cols.iter().all(|c| col_types.contains_key(c)));
+                let rows = SeriesRows { series: *sid, ts: buf.ts.clone(), cols: buf.cols.iter().map(|(_, c)| Some(c.clone())).collect() };
+                w.add_series(&rows, &cols)?;
+            }
+            for path in w.finish()? {
+                published.push(path);
+            }
+        }
+        let mut dirs: Vec<PathBuf> = published.iter().filter_map(|p| p.parent().map(Path::to_path_buf)).collect();
+        dirs.sort();
+        dirs.dedup();
+        for d in &dirs {
+            sync_dir(d)?;
+            if let Some(db_dir) = d.parent() {
+                sync_dir(db_dir)?;
+            }
+        }
+        sync_dir(dir)?;
+        let opened = published.iter().map(|p| Segment::open(p).map(Arc::new)).collect::<Result<Vec<_>>>()?;
+        let n = opened.len();
+        let mut segs = self.segments.write();
+        let cat = self.catalog.read();
+        for s in opened {
+            // A table dropped while this flush ran must not come back.
+            let live = cat.db_by_id(s.id.db).is_some_and(|d| d.table_by_id(s.id.table).is_some());
+            if live {
+                let v = segs.entry((s.id.db, s.id.table)).or_default();
+                v.push(s);
+                v.sort_by_key(|s| s.id.generation);
+            } else {
+                std::fs::remove_file(&s.path).map_err(io(&s.path))?;
+            }
+        }
+        Ok(n)
+    }
+
+    fn table_field_types(&self, db: DbId, table: TableId) -> Option<HashMap<ColId, FieldType>> {
+        let cat = self.catalog.read();
+        let t = cat.db_by_id(db)?.table_by_id(table)?;
+        Some(
+            t.columns()
+                .iter()
+                .filter_map(|c| match c.kind {
+                    ColumnKind::Field(ty) => Some((c.id, ty)),
+                    ColumnKind::Tag => None,
+                })
+                .collect(),
+        )
+    }
+}
+
+/// See [`Engine::snapshot`].
+pub struct TableSnapshot {
+    pub db: DbId,
+    pub table: TableId,
+    pub ts_min: i64,
+    pub ts_max: i64,
+    cols: Vec<(ColId, FieldType)>,
+    segments: Vec<Arc<Segment>>,
+    frozen: Vec<Arc<Frozen>>,
+    active: HashMap<SeriesId, SeriesRows>,
+}
+
+impl TableSnapshot {
+    /// The rows of one series in the snapshot's time range, merged from every source (oldest first) with
+    /// last-write-wins. `None` if the series has no rows there.
+    pub fn read_series(&self, series: SeriesId) -> Result<Option<SeriesRows>> {
+        let mut sources = Vec::new();
+        for s in &self.segments {
+            sources.extend(s.read_series(series, self.ts_min, self.ts_max, &self.cols)?);
+        }
+        for f in &self.frozen {
+            if let Some(buf) = f.memtable.table(self.db, self.table).and_then(|t| t.series.get(&series)) {
+                sources.push(buf.read(series, self.ts_min, self.ts_max, &self.cols));
+            }
+        }
+        if let Some(r) = self.active.get(&series) {
+            sources.push(r.clone());
+        }
+        let types: Vec<FieldType> = self.cols.iter().map(|c| c.1).collect();
+        let merged = rows::merge(sources, &types);
+        if let Some(m) = &merged {
+            debug_assert_eq!(m.check(), Ok(()));
+        }
+        Ok(merged)
+    }
+
+    /// Every series with rows in this snapshot (in any source), ascending. Used when no tag filter
+    /// narrows the scan.
+    pub fn series(&self) -> Vec<SeriesId> {
+        let mut out: Vec<SeriesId> = Vec::new();
+        for s in &self.segments {
+            out.extend(s.series());
+        }
+        for f in &self.frozen {
+            if let Some(t) = f.memtable.table(self.db, self.table) {
+                out.extend(t.series.keys());
+            }
+        }
+        out.extend(self.active.keys());
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    pub fn segments(&self) -> &[Arc<Segment>] {
+        &self.segments
+    }
+
+    /// True when the only sources of `series` are segment blocks fully inside the time range and no
+    /// memtable has rows for it: block statistics then answer aggregates exactly.
+    pub fn only_in_segments(&self, series: SeriesId) -> bool {
+        !self.active.contains_key(&series)
+            && self.frozen.iter().all(|f| f.memtable.table(self.db, self.table).is_none_or(|t| !t.series.contains_key(&series)))
+    }
+}
+
+#[cfg(test)]
+mod tests;

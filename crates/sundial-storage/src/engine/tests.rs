@@ -1,0 +1,134 @@
+use super::*;
+use crate::types::Column;
+
+fn config(dir: &Path) -> EngineConfig {
+    EngineConfig::new(dir)
+}
+
+fn point<'a>(table: &'a str, host: &'a str, ts: i64, v: i64) -> WritePoint<'a> {
+    WritePoint { line: 1, table, tags: vec![("host", host)], fields: vec![("v", Value::Integer(v))], ts }
+}
+
+/// All (host, ts, v) rows of table `cpu` in `db`, via the public read path.
+fn read_all(e: &Engine, db: &str) -> Vec<(String, i64, Option<i64>)> {
+    let (db_id, t_id, host_col, v_col, n) = {
+        let cat = e.catalog();
+        let Some(d) = cat.db(db) else { return vec![] };
+        let Some(t) = d.table("cpu") else { return vec![] };
+        (d.id, t.id, t.column("host").unwrap().id, t.column("v").unwrap().id, t.series_count() as u32)
+    };
+    let series: Vec<SeriesId> = (0..n).collect();
+    let snap = e.snapshot(db_id, t_id, &series, i64::MIN, i64::MAX, &[(v_col, FieldType::Integer)]);
+    let mut out = Vec::new();
+    for s in snap.series() {
+        let host = e.catalog().db(db).unwrap().table("cpu").unwrap().series_tag_value(s, host_col).unwrap().to_string();
+        let rows = snap.read_series(s).unwrap().unwrap();
+        for (i, ts) in rows.ts.iter().enumerate() {
+            let v = rows.cols[0].as_ref().and_then(|c: &Column| c.get(i)).map(|v| match v {
+                Value::Integer(x) => x,
+                _ => panic!("type"),
+            });
+            out.push((host.clone(), *ts, v));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn writes_are_visible_then_survive_restart_flush_and_restart_again() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = Engine::open(config(dir.path())).unwrap();
+        assert!(matches!(e.write("db", &[point("cpu", "a", 1, 1)]), Err(Error::DatabaseNotFound { .. })));
+        e.create_database("db", 0, false).unwrap();
+        let out = e.write("db", &[point("cpu", "a", 1, 1), point("cpu", "b", 2, 2), point("cpu", "a", 3, 3)]).unwrap();
+        assert_eq!(out.rows_written, 3);
+        assert_eq!(read_all(&e, "db").len(), 3);
+    }
+    let expected = vec![("a".into(), 1, Some(1)), ("a".into(), 3, Some(3)), ("b".into(), 2, Some(2))];
+    {
+        let e = Engine::open(config(dir.path())).unwrap();
+        assert_eq!(read_all(&e, "db"), expected, "after WAL replay");
+        e.flush().unwrap();
+        assert_eq!(e.disk_usage().1, 1);
+        assert_eq!(read_all(&e, "db"), expected, "after flush");
+        // Overwrite one row and add one out of order, in the memtable on top of the segment.
+        e.write("db", &[point("cpu", "a", 3, 30), point("cpu", "b", 0, 0)]).unwrap();
+    }
+    let e = Engine::open(config(dir.path())).unwrap();
+    let expected = vec![("a".into(), 1, Some(1)), ("a".into(), 3, Some(30)), ("b".into(), 0, Some(0)), ("b".into(), 2, Some(2))];
+    assert_eq!(read_all(&e, "db"), expected);
+    e.flush().unwrap();
+    assert_eq!(read_all(&e, "db"), expected);
+    assert_eq!(crate::wal::list_files(&dir.path().join("wal")).unwrap().len(), 1, "flushed WAL files are deleted");
+}
+
+#[test]
+fn conflicting_lines_are_rejected_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    let bad = WritePoint { line: 2, table: "cpu", tags: vec![("host", "a")], fields: vec![("v", Value::Float(1.5))], ts: 5 };
+    let out = e.write("db", &[point("cpu", "a", 1, 1), bad, point("cpu", "a", 9, 9)]).unwrap();
+    assert_eq!(out.rows_written, 2);
+    assert_eq!(out.rejected.len(), 1);
+    assert_eq!(out.rejected[0].0, 2);
+    assert!(matches!(out.rejected[0].1, Error::FieldTypeConflict { .. }));
+    assert_eq!(read_all(&e, "db").len(), 2);
+}
+
+#[test]
+fn dropped_database_stays_dropped_across_restart_and_name_can_be_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = Engine::open(config(dir.path())).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        e.write("db", &[point("cpu", "a", 1, 1)]).unwrap();
+        e.flush().unwrap();
+        e.write("db", &[point("cpu", "a", 2, 2)]).unwrap();
+        e.drop_database("db", false).unwrap();
+        assert!(e.catalog().db("db").is_none());
+        assert!(!dir.path().join("db0").exists());
+        e.create_database("db", 0, false).unwrap();
+        e.write("db", &[point("cpu", "z", 7, 7)]).unwrap();
+    }
+    let e = Engine::open(config(dir.path())).unwrap();
+    assert_eq!(read_all(&e, "db"), vec![("z".into(), 7, Some(7))]);
+    assert!(matches!(e.create_database("db", 0, false), Err(Error::DatabaseExists { .. })));
+    e.create_database("db", 0, true).unwrap();
+}
+
+#[test]
+fn many_flushes_across_partitions_merge_on_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.partition_ns = 100;
+    c.memtable_bytes_max = 2000;
+    let e = Engine::open(c).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    let mut expected = Vec::new();
+    for round in 0..20i64 {
+        let pts: Vec<_> = (0..10).map(|i| point("cpu", "h", (i * 37 + round * 11) % 500, round)).collect();
+        e.write("db", &pts).unwrap();
+        for p in &pts {
+            expected.retain(|(_, t, _): &(String, i64, Option<i64>)| *t != p.ts);
+            expected.push(("h".to_string(), p.ts, Some(round)));
+        }
+    }
+    e.flush().unwrap();
+    expected.sort();
+    assert_eq!(read_all(&e, "db"), expected);
+    assert!(e.disk_usage().1 > 5);
+    drop(e);
+    let e = Engine::open(config(dir.path())).unwrap();
+    assert_eq!(read_all(&e, "db"), expected);
+}
+
+#[test]
+fn a_second_engine_cannot_open_the_same_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let _e = Engine::open(config(dir.path())).unwrap();
+    let err = Engine::open(config(dir.path())).err().unwrap();
+    assert!(err.to_string().contains("in use"), "{err}");
+}

@@ -1,0 +1,159 @@
+//! Runs of one series' rows as read from a source (memtable or segment block), and the merge of several
+//! sources with last-write-wins.
+
+use crate::catalog::SeriesId;
+use crate::types::{Column, FieldType};
+
+/// Rows of one series, sorted by strictly increasing timestamp. `cols` is parallel to the columns the
+/// reader asked for; `None` means the source has no value for that column in these rows (all null).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeriesRows {
+    pub series: SeriesId,
+    pub ts: Vec<i64>,
+    pub cols: Vec<Option<Column>>,
+}
+
+impl SeriesRows {
+    pub fn len(&self) -> usize {
+        self.ts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ts.is_empty()
+    }
+
+    /// Checks the invariants every producer promises: timestamps strictly increasing, every column as
+    /// long as the timestamps.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(w) = self.ts.windows(2).find(|w| w[0] >= w[1]) {
+            return Err(format!("timestamps not strictly increasing: {} then {}", w[0], w[1]));
+        }
+        for c in self.cols.iter().flatten() {
+            if c.len() != self.ts.len() || c.values.len() != self.ts.len() {
+                return Err(format!("column of {} rows next to {} timestamps", c.len(), self.ts.len()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Merges runs of the same series, ordered oldest to newest: for rows with the same timestamp, each
+/// column takes the newest non-null value (InfluxDB's rule: the field sets are unioned, ties go to the
+/// newer write). `types` gives the type of each requested column.
+pub fn merge(mut sources: Vec<SeriesRows>, types: &[FieldType]) -> Option<SeriesRows> {
+    sources.retain(|s| !s.is_empty());
+    match sources.len() {
+        0 => return None,
+        1 => return sources.pop(),
+        _ => {}
+    }
+    let disjoint = sources.windows(2).all(|w| w[0].ts.last() < w[1].ts.first());
+    if disjoint {
+        return Some(concat(sources, types));
+    }
+    Some(merge_overlapping(&sources, types))
+}
+
+fn concat(sources: Vec<SeriesRows>, types: &[FieldType]) -> SeriesRows {
+    let n: usize = sources.iter().map(SeriesRows::len).sum();
+    let series = sources[0].series;
+    let mut ts = Vec::with_capacity(n);
+    let mut cols: Vec<Option<Column>> = vec![None; types.len()];
+    let mut filled = 0;
+    for s in sources {
+        for (i, c) in s.cols.into_iter().enumerate() {
+            match (&mut cols[i], c) {
+                (Some(dst), Some(src)) => dst.extend(&src),
+                (Some(dst), None) => dst.extend(&Column::nulls(types[i], s.ts.len())),
+                (dst @ None, Some(src)) => {
+                    let mut col = Column::nulls(types[i], filled);
+                    col.extend(&src);
+                    *dst = Some(col);
+                }
+                (None, None) => {}
+            }
+        }
+        filled += s.ts.len();
+        for c in cols.iter_mut().flatten() {
+            debug_assert_eq!(c.len(), filled);
+        }
+        ts.extend_from_slice(&s.ts);
+    }
+    SeriesRows { series, ts, cols }
+}
+
+fn merge_overlapping(sources: &[SeriesRows], types: &[FieldType]) -> SeriesRows {
+    // (ts, source, row): a stable sort keeps sources in age order within one timestamp.
+    let mut order: Vec<(i64, u32, u32)> = Vec::with_capacity(sources.iter().map(SeriesRows::len).sum());
+    for (si, s) in sources.iter().enumerate() {
+        order.extend(s.ts.iter().enumerate().map(|(ri, t)| (*t, si as u32, ri as u32)));
+    }
+    order.sort_by_key(|(t, si, _)| (*t, *si));
+    let mut ts: Vec<i64> = Vec::with_capacity(order.len());
+    let mut cols: Vec<Option<Column>> = types
+        .iter()
+        .enumerate()
+        .map(|(i, ty)| sources.iter().any(|s| s.cols[i].is_some()).then(|| Column::new(*ty)))
+        .collect();
+    let mut start = 0;
+    while start < order.len() {
+        let t = order[start].0;
+        let end = start + order[start..].iter().take_while(|o| o.0 == t).count();
+        ts.push(t);
+        for (ci, dst) in cols.iter_mut().enumerate() {
+            let Some(dst) = dst else { continue };
+            // The newest source with a value for this column at this timestamp wins.
+            let winner = order[start..end].iter().rev().find_map(|(_, si, ri)| {
+                let c = sources[*si as usize].cols[ci].as_ref()?;
+                c.validity[*ri as usize].then_some((c, *ri as usize))
+            });
+            match winner {
+                Some((c, ri)) => dst.push_from(c, ri),
+                None => dst.push_null(),
+            }
+        }
+        start = end;
+    }
+    SeriesRows { series: sources[0].series, ts, cols }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{ColumnValues, Value};
+
+    fn rows(ts: &[i64], v: &[Option<i64>]) -> SeriesRows {
+        let mut c = Column::new(FieldType::Integer);
+        for x in v {
+            match x {
+                Some(x) => assert!(c.push_value(&Value::Integer(*x))),
+                None => c.push_null(),
+            }
+        }
+        SeriesRows { series: 7, ts: ts.to_vec(), cols: vec![Some(c)] }
+    }
+
+    #[test]
+    fn disjoint_sources_concatenate_and_missing_columns_become_nulls() {
+        let a = rows(&[1, 2], &[Some(1), Some(2)]);
+        let b = SeriesRows { series: 7, ts: vec![3], cols: vec![None] };
+        let m = merge(vec![a, b], &[FieldType::Integer]).unwrap();
+        m.check().unwrap();
+        assert_eq!(m.ts, vec![1, 2, 3]);
+        let c = m.cols[0].as_ref().unwrap();
+        assert_eq!(c.validity, vec![true, true, false]);
+    }
+
+    #[test]
+    fn overlapping_sources_resolve_last_write_wins_per_column() {
+        let old = rows(&[1, 2, 3], &[Some(10), Some(20), Some(30)]);
+        let new = rows(&[2, 4], &[None, Some(40)]);
+        let newest = rows(&[3], &[Some(33)]);
+        let m = merge(vec![old, new, newest], &[FieldType::Integer]).unwrap();
+        m.check().unwrap();
+        assert_eq!(m.ts, vec![1, 2, 3, 4]);
+        let c = m.cols[0].as_ref().unwrap();
+        assert_eq!(c.values, ColumnValues::Integer(vec![10, 20, 33, 40]));
+        assert_eq!(c.validity, vec![true; 4]);
+    }
+}

@@ -1,0 +1,169 @@
+//! `sundial serve` settings: flags, `SUNDIAL_*` environment variables and an optional TOML file.
+//!
+//! Precedence: flag > environment variable > config file > built-in default. Every setting is declared
+//! once, in [`ServeArgs`], whose doc comments are the `--help` text; the config file uses the same names
+//! with `_` for `-` (e.g. `http_addr = "127.0.0.1:8765"`).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use serde::Deserialize;
+use sundial_server::ServerConfig;
+use sundial_storage::EngineConfig;
+use sundial_storage::wal::SyncPolicy;
+
+pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8765";
+pub const DEFAULT_DATA_DIR: &str = "./sundial-data";
+
+#[derive(Args, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeArgs {
+    /// TOML config file with any of the settings below (names with `_`). [env: SUNDIAL_CONFIG]
+    #[arg(long, env = "SUNDIAL_CONFIG")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+
+    /// Directory holding all data (created if missing). [default: ./sundial-data]
+    #[arg(long, env = "SUNDIAL_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// HTTP listen address (InfluxDB write/query API, SQL API). [default: 127.0.0.1:8765]
+    #[arg(long, env = "SUNDIAL_HTTP_ADDR")]
+    pub http_addr: Option<String>,
+
+    /// When writes are acknowledged: `batch` (fsync before answering, group commit; default) or
+    /// `interval:<ms>` (answer once written to the OS, fsync every <ms>: a power loss — not a process
+    /// crash — may lose the last <ms> of acknowledged writes).
+    #[arg(long, env = "SUNDIAL_WAL_SYNC")]
+    pub wal_sync: Option<String>,
+
+    /// Memtable size that triggers a flush to segment files, in MiB. [default: 256]
+    #[arg(long, env = "SUNDIAL_MEMTABLE_MIB")]
+    pub memtable_mib: Option<usize>,
+
+    /// Age of the oldest unflushed write that triggers a flush, in seconds. [default: 300]
+    #[arg(long, env = "SUNDIAL_FLUSH_INTERVAL_SECS")]
+    pub flush_interval_secs: Option<u64>,
+
+    /// Time partition length, e.g. `1d`, `12h`, `7d`. [default: 1d]
+    #[arg(long, env = "SUNDIAL_PARTITION_DURATION")]
+    pub partition_duration: Option<String>,
+
+    /// Largest request body accepted (after gzip decompression), in MiB. [default: 64]
+    #[arg(long, env = "SUNDIAL_MAX_BODY_MIB")]
+    pub max_body_mib: Option<usize>,
+
+    /// Create databases on first write instead of answering 404. [default: false]
+    #[arg(long, env = "SUNDIAL_AUTO_CREATE_DATABASES")]
+    pub auto_create_databases: Option<bool>,
+
+    /// Log filter (`error`, `warn`, `info`, `debug`, or a tracing filter; RUST_LOG overrides). [default: info]
+    #[arg(long, env = "SUNDIAL_LOG_LEVEL")]
+    pub log_level: Option<String>,
+}
+
+/// Fully resolved settings.
+pub struct Settings {
+    pub http_addr: String,
+    pub log_level: String,
+    pub engine: EngineConfig,
+    pub server: ServerConfig,
+}
+
+/// Parses `30s`, `12h`, `1d`, `2w` into nanoseconds.
+pub fn parse_duration_ns(s: &str) -> anyhow::Result<i64> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let n: i64 = num.parse().with_context(|| format!("bad duration {s:?}: expected e.g. 12h or 1d"))?;
+    let unit_ns: i64 = match unit {
+        "ns" => 1,
+        "us" | "u" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        "d" => 86_400_000_000_000,
+        "w" => 604_800_000_000_000,
+        _ => bail!("bad duration unit in {s:?}: use ns, us, ms, s, m, h, d or w"),
+    };
+    n.checked_mul(unit_ns).filter(|v| *v > 0).with_context(|| format!("duration {s:?} is out of range"))
+}
+
+impl ServeArgs {
+    /// Fills unset flags from the config file, then defaults.
+    pub fn resolve(self) -> anyhow::Result<Settings> {
+        let file: ServeArgs = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| format!("reading config file {}", path.display()))?;
+                toml::from_str(&text).with_context(|| format!("parsing config file {}", path.display()))?
+            }
+            None => ServeArgs::default(),
+        };
+        let data_dir = self.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+        let mut engine = EngineConfig::new(data_dir);
+        if let Some(p) = self.wal_sync.or(file.wal_sync) {
+            engine.wal_sync = p.parse::<SyncPolicy>().map_err(anyhow::Error::msg).context("--wal-sync")?;
+        }
+        if let Some(m) = self.memtable_mib.or(file.memtable_mib) {
+            engine.memtable_bytes_max = m.max(1) * 1024 * 1024;
+        }
+        if let Some(s) = self.flush_interval_secs.or(file.flush_interval_secs) {
+            engine.flush_interval = Duration::from_secs(s.max(1));
+        }
+        if let Some(d) = self.partition_duration.or(file.partition_duration) {
+            engine.partition_ns = parse_duration_ns(&d).context("--partition-duration")?;
+        }
+        let mut server = ServerConfig::default();
+        if let Some(m) = self.max_body_mib.or(file.max_body_mib) {
+            server.max_body_bytes = m.max(1) * 1024 * 1024;
+        }
+        if let Some(a) = self.auto_create_databases.or(file.auto_create_databases) {
+            server.auto_create_databases = a;
+        }
+        Ok(Settings {
+            http_addr: self.http_addr.or(file.http_addr).unwrap_or_else(|| DEFAULT_HTTP_ADDR.to_string()),
+            log_level: self.log_level.or(file.log_level).unwrap_or_else(|| "info".to_string()),
+            engine,
+            server,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_and_reject_garbage() {
+        assert_eq!(parse_duration_ns("1d").unwrap(), 86_400_000_000_000);
+        assert_eq!(parse_duration_ns("12h").unwrap(), 43_200_000_000_000);
+        assert!(parse_duration_ns("0h").is_err());
+        assert!(parse_duration_ns("1y").is_err());
+        assert!(parse_duration_ns("h").is_err());
+    }
+
+    #[test]
+    fn flags_override_the_file_and_the_file_overrides_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, "http_addr = \"127.0.0.1:1\"\nmemtable_mib = 3\nwal_sync = \"interval:10\"\n").unwrap();
+        let args = ServeArgs { config: Some(path), http_addr: Some("127.0.0.1:2".into()), ..Default::default() };
+        let s = args.resolve().unwrap();
+        assert_eq!(s.http_addr, "127.0.0.1:2");
+        assert_eq!(s.engine.memtable_bytes_max, 3 * 1024 * 1024);
+        assert_eq!(s.engine.wal_sync, SyncPolicy::Interval(Duration::from_millis(10)));
+        assert_eq!(s.engine.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
+    }
+
+    #[test]
+    fn unknown_file_keys_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, "htp_addr = \"x\"\n").unwrap();
+        let args = ServeArgs { config: Some(path), ..Default::default() };
+        assert!(args.resolve().is_err());
+    }
+}

@@ -1,0 +1,89 @@
+//! `sundial`: the server binary. Flags, config file and environment are resolved here; everything else
+//! lives in the library crates (storage ← query ← server).
+
+mod config;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+use config::ServeArgs;
+
+#[derive(Parser, Debug)]
+#[command(name = "sundial", version, about = "Sundial: a time-series database with InfluxDB line protocol, InfluxQL and SQL")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the server.
+    Serve(Box<ServeArgs>),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => serve(*args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sundial: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let settings = args.resolve()?;
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(&settings.log_level)),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    rt.block_on(run(settings))
+}
+
+async fn run(s: config::Settings) -> anyhow::Result<()> {
+    let engine_cfg = s.engine.clone();
+    let dir = engine_cfg.data_dir.clone();
+    let engine = tokio::task::spawn_blocking(move || sundial_storage::Engine::open(engine_cfg))
+        .await?
+        .with_context(|| format!("opening the data directory {}", dir.display()))?;
+    let engine = Arc::new(engine);
+    let state = sundial_server::AppState::new(s.server.clone(), engine.clone());
+    let listener = tokio::net::TcpListener::bind(&s.http_addr)
+        .await
+        .with_context(|| format!("binding the HTTP address {} (`--http-addr`)", s.http_addr))?;
+    let local = listener.local_addr()?;
+    tracing::info!(http = %local, data_dir = %dir.display(), wal_sync = ?s.engine.wal_sync, "sundial is ready");
+    // Tests and scripts read this line to learn the port when binding port 0.
+    println!("sundial listening on http://{local}");
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        // One response is often two writes (headers, body): without NODELAY, Nagle + delayed ACK add ~40 ms.
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, sundial_server::http::router(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    tracing::info!("shutting down: flushing memtables");
+    tokio::task::spawn_blocking(move || engine.flush()).await?.context("final flush")?;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).expect("installing the SIGTERM handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}

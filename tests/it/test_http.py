@@ -1,0 +1,211 @@
+"""End-to-end tests of the HTTP API against the real binary: writes (v1 and v2), SQL answers, bad input."""
+
+import gzip
+
+import pytest
+import requests
+
+
+def create_db(server, name="db"):
+    r = server.sql(f"CREATE DATABASE {name}")
+    assert r.status_code == 200, r.text
+
+
+def test_ping_and_health(server):
+    r = requests.get(server.url + "/ping")
+    assert r.status_code == 204
+    assert r.headers["X-Influxdb-Version"]
+    assert requests.get(server.url + "/health").json()["status"] == "pass"
+
+
+def test_write_v1_all_field_types_and_query_exact_values(server):
+    create_db(server)
+    body = "\n".join([
+        'weather,city=Paris,country=FR temp=12.5,hum=80i,ok=true,note="sunny \\"day\\"",count=7u 1700000000000000000',
+        "weather,city=Oslo,country=NO temp=-3.25,hum=95i,ok=F 1700000000000000000",
+        "weather,city=Paris,country=FR temp=13.0 1700000060000000000",
+        "# a comment line",
+        "",
+        "other\\ table,tag\\,x=a\\ b value=1 1700000000000000000",
+    ])
+    r = server.write("db", body)
+    assert r.status_code == 204, r.text
+    rows = server.rows("SELECT city, country, temp, hum, ok, note, count FROM weather ORDER BY time, city", "db")
+    assert rows == [
+        {"city": "Oslo", "country": "NO", "temp": -3.25, "hum": 95, "ok": False},
+        {"city": "Paris", "country": "FR", "temp": 12.5, "hum": 80, "ok": True, "note": 'sunny "day"', "count": 7},
+        {"city": "Paris", "country": "FR", "temp": 13.0},
+    ]
+    rows = server.rows('SELECT "tag,x", value FROM "other table"', "db")
+    assert rows == [{"tag,x": "a b", "value": 1.0}]
+    tables = server.rows("SELECT table_name FROM information_schema.tables WHERE table_schema = 'db' ORDER BY 1", "db")
+    assert [t["table_name"] for t in tables] == ["other table", "weather"]
+
+
+def test_precision_and_missing_timestamp(server):
+    create_db(server)
+    assert server.write("db", "m v=1 1700000000", {"precision": "s"}).status_code == 204
+    assert server.write("db", "m v=2 1700000001000", {"precision": "ms"}).status_code == 204
+    assert server.write("db", "m v=3 1700000002000000", {"precision": "us"}).status_code == 204
+    assert server.write("db", "m v=4").status_code == 204
+    rows = server.rows("SELECT CAST(time AS BIGINT) AS t, v FROM m ORDER BY time", "db")
+    assert [r["t"] for r in rows[:3]] == [1700000000000000000, 1700000001000000000, 1700000002000000000]
+    assert rows[3]["v"] == 4.0 and rows[3]["t"] > 1700000002000000000
+    r = server.write("db", "m v=1 1", {"precision": "fortnights"})
+    assert r.status_code == 400 and "precision" in r.json()["error"]
+
+
+def test_v2_write_api_with_official_client(server):
+    import influxdb_client
+    from influxdb_client.client.write_api import SYNCHRONOUS
+
+    create_db(server, "bucket1")
+    with influxdb_client.InfluxDBClient(url=server.url, token="unused", org="org") as client:
+        api = client.write_api(write_options=SYNCHRONOUS)
+        p = influxdb_client.Point("cpu").tag("host", "h1").field("usage", 42.5).time(1_600_000_000_000_000_000)
+        api.write(bucket="bucket1", record=[p, "cpu,host=h2 usage=7 1600000000000000000"])
+    rows = server.rows("SELECT host, usage FROM cpu ORDER BY host", "bucket1")
+    assert rows == [{"host": "h1", "usage": 42.5}, {"host": "h2", "usage": 7.0}]
+
+
+def test_gzip_body(server):
+    create_db(server)
+    body = gzip.compress(b"\n".join(b"m,h=a v=%di %d" % (i, i) for i in range(1000)))
+    r = server.write("db", body, headers={"Content-Encoding": "gzip"})
+    assert r.status_code == 204, r.text
+    assert server.rows("SELECT count(*) AS n, sum(v) AS s FROM m", "db") == [{"n": 1000, "s": 499500}]
+
+
+def test_unknown_database_is_404(server):
+    r = server.write("nope", "m v=1 1")
+    assert r.status_code == 404
+    assert r.json()["error"] == 'database not found: "nope"'
+    r = server.sql("SELECT 1 FROM m", "nope")
+    assert r.status_code in (400, 404)
+
+
+def test_malformed_lines_are_reported_with_line_numbers_and_valid_lines_are_kept(server):
+    create_db(server)
+    body = "\n".join(["m v=1i 1", "m v= 2", "m v=3i 3", "m,t=a", 'm v="unterminated 5', "m v=6i 6"])
+    r = server.write("db", body)
+    assert r.status_code == 400
+    j = r.json()
+    assert j["error"].startswith("partial write:")
+    assert j["line"] == 2
+    assert j["written"] == 3 and j["rejected"] == 3
+    assert [x["line"] for x in j["rejections"]] == [2, 4, 5]
+    assert all(x["column"] for x in j["rejections"])
+    assert server.rows("SELECT v FROM m ORDER BY time", "db") == [{"v": 1}, {"v": 3}, {"v": 6}]
+
+
+def test_all_lines_bad_is_400_without_partial(server):
+    create_db(server)
+    r = server.write("db", "m v=\n")
+    assert r.status_code == 400
+    assert "partial" not in r.json()["error"]
+    assert r.json()["error"]
+
+
+def test_field_type_conflict_rejects_only_that_line(server):
+    create_db(server)
+    assert server.write("db", "m v=1i 1").status_code == 204
+    r = server.write("db", "m v=2.5 2\nm v=3i 3")
+    assert r.status_code == 400
+    assert "field type conflict" in r.json()["error"]
+    assert r.json()["line"] == 1
+    assert server.rows("SELECT v FROM m ORDER BY time", "db") == [{"v": 1}, {"v": 3}]
+
+
+def test_invalid_utf8_line_is_rejected(server):
+    create_db(server)
+    r = server.write("db", b"m v=1i 1\nm,t=\xff\xfe v=2i 2\n")
+    assert r.status_code == 400
+    assert r.json()["line"] == 2
+    assert server.rows("SELECT count(*) AS n FROM m", "db") == [{"n": 1}]
+
+
+def test_body_limit_and_gzip_bomb_get_413(make_server):
+    s = make_server("--max-body-mib", "1")
+    create_db(s)
+    big = b"m v=1i 1\n" * 200_000  # 1.8 MB
+    r = s.write("db", big)
+    assert r.status_code == 413
+    bomb = gzip.compress(b"#" * (200 * 1024 * 1024))  # 200 MiB of comments in ~200 KB
+    assert len(bomb) < 1024 * 1024
+    r = s.write("db", bomb, headers={"Content-Encoding": "gzip"})
+    assert r.status_code == 413
+    assert "limit" in r.json()["error"]
+    assert s.write("db", "m v=1i 1").status_code == 204
+
+
+def test_sql_errors_are_400_with_datafusion_message(server):
+    create_db(server)
+    server.write("db", "m v=1 1")
+    r = server.sql("SELEKT 1", "db")
+    assert r.status_code == 400 and "error" in r.json()
+    r = server.sql("SELECT nope FROM m", "db")
+    assert r.status_code == 400 and "nope" in r.json()["error"]
+    r = server.sql("SELECT * FROM missing_table", "db")
+    assert r.status_code == 400 and "missing_table" in r.json()["error"]
+
+
+def test_sql_time_bucketing_aggregates_joins_and_csv(server):
+    create_db(server)
+    lines = []
+    for h in range(3):
+        for i in range(120):  # 2 minutes at 1 s
+            lines.append(f"cpu,host=h{h},rack=r{h % 2} usage={h * 100 + i}i,idle={i / 2} {1_700_000_000_000_000_000 + i * 1_000_000_000}")
+    assert server.write("db", "\n".join(lines)).status_code == 204
+    q = """SELECT host, date_bin(INTERVAL '1 minute', time) AS minute, max(usage) AS mx, avg(idle) AS av, count(*) AS n
+           FROM cpu WHERE host IN ('h0', 'h2') AND time >= '2023-11-14T22:13:20Z' GROUP BY host, minute ORDER BY host, minute"""
+    rows = server.rows(q, "db")
+    assert rows == [
+        {"host": "h0", "minute": "2023-11-14T22:13:00", "mx": 39, "av": 9.75, "n": 40},
+        {"host": "h0", "minute": "2023-11-14T22:14:00", "mx": 99, "av": 34.75, "n": 60},
+        {"host": "h0", "minute": "2023-11-14T22:15:00", "mx": 119, "av": 54.75, "n": 20},
+        {"host": "h2", "minute": "2023-11-14T22:13:00", "mx": 239, "av": 9.75, "n": 40},
+        {"host": "h2", "minute": "2023-11-14T22:14:00", "mx": 299, "av": 34.75, "n": 60},
+        {"host": "h2", "minute": "2023-11-14T22:15:00", "mx": 319, "av": 54.75, "n": 20},
+    ]
+    q = """SELECT a.host, count(*) AS n FROM cpu a JOIN cpu b ON a.time = b.time AND a.rack = b.rack AND a.host <> b.host
+           GROUP BY a.host ORDER BY a.host"""
+    assert server.rows(q, "db") == [{"host": "h0", "n": 120}, {"host": "h2", "n": 120}]
+    r = server.sql("SELECT host, max(usage) AS mx FROM cpu GROUP BY host ORDER BY host", "db", fmt="csv")
+    assert r.status_code == 200
+    assert r.text.splitlines() == ["host,mx", "h0,119", "h1,219", "h2,319"]
+    r = server.sql("SELECT count(*) AS n FROM cpu WHERE rack = 'r1'", "db", method="POST")
+    assert r.json() == [{"n": 120}]
+
+
+def test_scan_reads_only_selected_series_and_time_range(server):
+    create_db(server)
+    lines = [f"m,host=h{h} v={h}i {t * 10**9}" for h in range(50) for t in range(100)]
+    assert server.write("db", "\n".join(lines)).status_code == 204
+    plan = server.rows("EXPLAIN SELECT v FROM m WHERE host = 'h7' AND time >= '1970-01-01T00:00:50Z'", "db")
+    text = "\n".join(r["plan"] for r in plan)
+    assert "SundialScan: series=1, time=[50000000000, 9223372036854775807]" in text, text
+    assert server.rows("SELECT count(*) AS n FROM m WHERE host = 'h7' AND time >= '1970-01-01T00:00:50Z'", "db") == [{"n": 50}]
+
+
+def test_show_and_drop_database(server):
+    create_db(server, "a")
+    create_db(server, "b")
+    assert server.rows("SHOW DATABASES") == [{"name": "a"}, {"name": "b"}]
+    r = server.sql("CREATE DATABASE a")
+    assert r.status_code == 409
+    assert server.sql("CREATE DATABASE IF NOT EXISTS a").status_code == 200
+    assert server.sql("DROP DATABASE a").status_code == 200
+    assert server.rows("SHOW DATABASES") == [{"name": "b"}]
+    assert server.sql("DROP DATABASE a").status_code == 404
+
+
+def test_restart_keeps_everything_acknowledged(make_server):
+    s = make_server()
+    create_db(s)
+    assert s.write("db", "\n".join(f"m,h=a v={i}i {i}" for i in range(500))).status_code == 204
+    s.stop()
+    s = make_server()
+    assert s.rows("SELECT count(*) AS n, sum(v) AS s FROM m", "db") == [{"n": 500, "s": 124750}]
+    s.kill9()
+    s = make_server()
+    assert s.rows("SELECT count(*) AS n FROM m", "db") == [{"n": 500}]
