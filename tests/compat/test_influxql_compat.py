@@ -151,7 +151,13 @@ EDGE = [
     ("fn-bottom-by-host", "SELECT bottom(v, 1) FROM sparse GROUP BY host"),
     ("fn-count-star", "SELECT count(*) FROM sparse"),
     ("fn-mean-star", "SELECT mean(*) FROM sparse"),
-    ("fn-last-star-cpu", "SELECT last(*) FROM cpu"),
+    # One host: over several series whose last points share a timestamp, InfluxDB's choice differs per field
+    # (observed in one answer: usage_guest from host_4, usage_idle from host_8): heap order, not semantics.
+    ("fn-last-star-cpu", "SELECT last(*) FROM cpu WHERE hostname = 'host_3'"),
+    # first() over series sharing the earliest timestamp: the lowest series key wins (host_8 here).
+    ("fn-first-ties-series-key", "SELECT first(usage_guest) FROM cpu"),
+    ("fn-top-by-time", f"SELECT top(v, 2) FROM sparse WHERE {W10} GROUP BY time(5m)"),
+    ("fn-distinct-by-time", f"SELECT distinct(n) FROM sparse WHERE {W10} GROUP BY time(5m)"),
     ("fn-count-cpu", "SELECT count(usage_user) FROM cpu"),
     # --- SHOW
     ("show-databases", "SHOW DATABASES"),

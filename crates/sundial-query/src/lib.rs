@@ -17,6 +17,8 @@
 //! # Ok(()) }
 //! ```
 
+pub mod influx;
+pub mod influxql;
 pub mod provider;
 pub mod pushdown;
 pub mod scan;

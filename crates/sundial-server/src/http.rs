@@ -25,6 +25,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/write", post(write_v1))
         .route("/api/v2/write", post(write_v2))
         .route("/api/v1/sql", get(sql_get).post(sql_post))
+        .route("/query", get(crate::influx::query_get).post(crate::influx::query_post))
         .layer(DefaultBodyLimit::disable())
         .layer(axum::middleware::map_response(version_headers))
         .with_state(state)

@@ -6,12 +6,14 @@
 
 pub mod errors;
 pub mod http;
+pub mod influx;
 pub mod sql;
 pub mod write;
 
 use std::sync::Arc;
 
 use sundial_query::QueryEngine;
+use sundial_query::influx::InfluxQl;
 use sundial_storage::Engine;
 
 /// Server settings (the binary fills them from flags, environment and the config file).
@@ -33,13 +35,15 @@ impl Default for ServerConfig {
 pub struct AppState {
     pub config: ServerConfig,
     pub engine: Arc<Engine>,
-    pub query: QueryEngine,
+    pub query: Arc<QueryEngine>,
+    pub influxql: InfluxQl,
 }
 
 impl AppState {
     pub fn new(config: ServerConfig, engine: Arc<Engine>) -> Arc<AppState> {
-        let query = QueryEngine::new(engine.clone());
-        Arc::new(AppState { config, engine, query })
+        let query = Arc::new(QueryEngine::new(engine.clone()));
+        let influxql = InfluxQl::new(query.clone());
+        Arc::new(AppState { config, engine, query, influxql })
     }
 }
 

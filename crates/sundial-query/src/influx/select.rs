@@ -1,0 +1,946 @@
+//! `SELECT`: per measurement, one SQL statement over the DataFusion table, then InfluxQL's shaping.
+//!
+//! Two kinds of statement, as in InfluxDB:
+//! - **raw** (no function call): the SQL selects `time`, every tag (for series keys and grouping) and the
+//!   fields referenced, keeping rows where at least one referenced field is set; rows are split into
+//!   series by the `GROUP BY` tags, ordered by time (ties by series key) and limited per series.
+//! - **aggregate**: every distinct call (`max(usage_user)`) becomes one or two SQL aggregates grouped by
+//!   the `GROUP BY` tags and the `time()` bucket (integer arithmetic on nanoseconds, aligned to the epoch
+//!   plus the offset); buckets are then completed from the first to the last of the range and empty ones
+//!   filled per `fill()`. Field expressions (`max(a) - min(a)`, `mean(x) * 2`) are evaluated on the
+//!   aggregated row with InfluxQL's arithmetic rules.
+//!
+//! The SQL is planned and run by DataFusion over [`crate::provider::SundialTable`], so time bounds and
+//! tag equality reach the scan's pushdown.
+
+use std::collections::{BTreeMap, HashMap};
+
+use regex::Regex;
+use sundial_storage::catalog::ColumnKind;
+use sundial_storage::types::FieldType;
+
+use super::cell::{Cell, CellColumn, arithmetic, negate};
+use super::cond::{self, ColKind, TableInfo, TimeRange, ident};
+use super::{BUCKETS_PER_SERIES_MAX, RESULT_ROWS_MAX, Series, StatementResult, TOP_N_MAX, database};
+use crate::QueryEngine;
+use crate::influxql::{Dimension, Expr, Fill, MeasurementName, SelectStatement, Source, TimeOffset, WildcardType};
+
+pub async fn run(qe: &QueryEngine, db: Option<&str>, s: &SelectStatement, now_ns: i64) -> Result<StatementResult, String> {
+    if s.into.is_some() {
+        return Err("SELECT ... INTO is not supported".into());
+    }
+    if s.timezone.is_some() {
+        return Err("tz() is not supported yet: times are UTC".into());
+    }
+    let mut series = Vec::new();
+    for (db_name, table, info) in sources(qe, db, s)? {
+        series.extend(run_measurement(qe, &db_name, &table, &info, s, now_ns).await?);
+    }
+    series.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.tags.cmp(&b.tags)));
+    if s.order_desc {
+        series.reverse();
+    }
+    let skip = s.soffset.unwrap_or(0) as usize;
+    let take = s.slimit.filter(|n| *n > 0).map_or(usize::MAX, |n| n as usize);
+    let series: Vec<Series> = series.into_iter().skip(skip).take(take).collect();
+    Ok(StatementResult::series(series))
+}
+
+/// The measurements of `FROM` that exist, with their columns, sorted by name.
+fn sources(qe: &QueryEngine, db: Option<&str>, s: &SelectStatement) -> Result<Vec<(String, String, TableInfo)>, String> {
+    let cat = qe.storage().catalog();
+    let mut out: Vec<(String, String, TableInfo)> = Vec::new();
+    for src in &s.from {
+        let m = match src {
+            Source::Measurement(m) => m,
+            Source::Subquery(_) => return Err("subqueries are not supported yet".into()),
+        };
+        let db_name = database(m.database.as_deref(), db)?;
+        let d = cat.db(db_name).ok_or_else(|| format!("database not found: {db_name}"))?;
+        let matches: Vec<_> = match &m.name {
+            MeasurementName::Name(n) => d.table(n).into_iter().collect(),
+            MeasurementName::Regex(re) => {
+                let re = compile(re)?;
+                d.tables().into_iter().filter(|t| re.is_match(&t.name)).collect()
+            }
+        };
+        for t in matches {
+            if out.iter().any(|(dn, tn, _)| dn == db_name && **tn == *t.name) {
+                continue;
+            }
+            let mut info = TableInfo::default();
+            for c in t.columns() {
+                match c.kind {
+                    ColumnKind::Tag => {
+                        info.tags.insert(c.name.to_string());
+                    }
+                    ColumnKind::Field(ty) => {
+                        info.fields.insert(c.name.to_string(), ty);
+                    }
+                }
+            }
+            out.push((db_name.to_string(), t.name.to_string(), info));
+        }
+    }
+    out.sort_by(|a, b| a.1.cmp(&b.1));
+    Ok(out)
+}
+
+fn compile(re: &str) -> Result<Regex, String> {
+    regex::RegexBuilder::new(re).size_limit(1 << 20).build().map_err(|e| format!("invalid regular expression /{re}/: {e}"))
+}
+
+/// One output column: an expression over fields/tags (raw) or calls (aggregate), and its name.
+#[derive(Clone, Debug)]
+struct OutField {
+    expr: Expr,
+    name: String,
+}
+
+/// The `GROUP BY` tags (sorted, deduplicated) and the `time()` bucket (interval, offset) in ns.
+fn dimensions(s: &SelectStatement, info: &TableInfo, now_ns: i64) -> Result<(Vec<String>, Option<(i64, i64)>), String> {
+    let mut tags = Vec::new();
+    let mut bucket = None;
+    for d in &s.dimensions {
+        match d {
+            Dimension::Tag(t) => tags.push(t.clone()),
+            Dimension::Wildcard => tags.extend(info.tags.iter().cloned()),
+            Dimension::Regex(re) => {
+                let re = compile(re)?;
+                tags.extend(info.tags.iter().filter(|t| re.is_match(t)).cloned());
+            }
+            Dimension::Time { interval_ns, offset } => {
+                let off = match offset {
+                    None => 0,
+                    Some(TimeOffset::Duration(d)) => *d,
+                    Some(TimeOffset::Now) => now_ns,
+                };
+                bucket = Some((*interval_ns, off.rem_euclid(*interval_ns)));
+            }
+        }
+    }
+    tags.sort();
+    tags.dedup();
+    Ok((tags, bucket))
+}
+
+/// Expands wildcards and regexes in the field list and names every column as InfluxDB does.
+fn out_fields(s: &SelectStatement, info: &TableInfo, group_tags: &[String]) -> Result<Vec<OutField>, String> {
+    let mut exprs: Vec<(Expr, Option<String>)> = Vec::new();
+    let raw_columns = |filter: &dyn Fn(&str, bool) -> bool| -> Vec<Expr> {
+        let mut names: Vec<(&String, bool)> = info
+            .tags
+            .iter()
+            .filter(|t| !group_tags.contains(t))
+            .map(|t| (t, true))
+            .chain(info.fields.keys().map(|f| (f, false)))
+            .filter(|(n, is_tag)| filter(n, *is_tag))
+            .collect();
+        names.sort();
+        names.dedup_by(|a, b| a.0 == b.0);
+        names.into_iter().map(|(n, _)| Expr::var(n.clone())).collect()
+    };
+    for f in &s.fields {
+        match &f.expr {
+            Expr::Wildcard(kind) => {
+                let keep = |_: &str, is_tag: bool| match kind {
+                    None => true,
+                    Some(WildcardType::Tag) => is_tag,
+                    Some(WildcardType::Field) => !is_tag,
+                };
+                exprs.extend(raw_columns(&keep).into_iter().map(|e| (e, None)));
+            }
+            Expr::RegexLit(re) => {
+                let re = compile(re)?;
+                exprs.extend(raw_columns(&|n: &str, _| re.is_match(n)).into_iter().map(|e| (e, None)));
+            }
+            Expr::Call { name, args } if matches!(args.first(), Some(Expr::Wildcard(_) | Expr::RegexLit(_))) => {
+                let re = match &args[0] {
+                    Expr::RegexLit(re) => Some(compile(re)?),
+                    _ => None,
+                };
+                for (field, ty) in &info.fields {
+                    if re.as_ref().is_some_and(|r| !r.is_match(field)) || !Func::accepts(name, *ty) {
+                        continue;
+                    }
+                    let mut new_args = args.clone();
+                    new_args[0] = Expr::var(field.clone());
+                    exprs.push((Expr::Call { name: name.clone(), args: new_args }, Some(format!("{name}_{field}"))));
+                }
+            }
+            Expr::VarRef { name, .. } if name.eq_ignore_ascii_case("time") => {}
+            e => exprs.push((e.clone(), f.alias.clone())),
+        }
+    }
+    Ok(column_names(exprs))
+}
+
+/// InfluxDB's `SelectStatement.ColumnNames`: aliases first, then generated names, repeats suffixed `_1`, `_2`.
+fn column_names(exprs: Vec<(Expr, Option<String>)>) -> Vec<OutField> {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for (_, alias) in &exprs {
+        if let Some(a) = alias {
+            counts.insert(a.clone(), 1);
+        }
+    }
+    exprs
+        .into_iter()
+        .map(|(expr, alias)| {
+            let name = match alias {
+                Some(a) => a,
+                None => {
+                    let base = expr_name(&expr);
+                    let mut name = base.clone();
+                    if let Some(&count) = counts.get(&base) {
+                        let mut n = count;
+                        loop {
+                            let candidate = format!("{base}_{n}");
+                            if !counts.contains_key(&candidate) {
+                                counts.insert(base.clone(), n + 1);
+                                name = candidate;
+                                break;
+                            }
+                            n += 1;
+                        }
+                    }
+                    *counts.entry(name.clone()).or_insert(0) += 1;
+                    name
+                }
+            };
+            OutField { expr, name }
+        })
+        .collect()
+}
+
+fn expr_name(e: &Expr) -> String {
+    match e {
+        Expr::Call { name, .. } => name.clone(),
+        Expr::VarRef { name, .. } => name.clone(),
+        Expr::Binary { .. } | Expr::Neg(_) => {
+            let mut names = Vec::new();
+            collect_names(e, &mut names);
+            names.join("_")
+        }
+        _ => String::new(),
+    }
+}
+
+fn collect_names(e: &Expr, out: &mut Vec<String>) {
+    match e {
+        Expr::Call { name, .. } => out.push(name.clone()),
+        Expr::VarRef { name, .. } => out.push(name.clone()),
+        Expr::Binary { lhs, rhs, .. } => {
+            collect_names(lhs, out);
+            collect_names(rhs, out);
+        }
+        Expr::Neg(inner) => collect_names(inner, out),
+        _ => {}
+    }
+}
+
+async fn run_measurement(
+    qe: &QueryEngine,
+    db: &str,
+    table: &str,
+    info: &TableInfo,
+    s: &SelectStatement,
+    now_ns: i64,
+) -> Result<Vec<Series>, String> {
+    let (group_tags, bucket) = dimensions(s, info, now_ns)?;
+    let fields = out_fields(s, info, &group_tags)?;
+    let (range, cond_sql) = cond::split(s.condition.as_ref(), info, now_ns)?;
+    if fields.is_empty() || range.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ctx = Ctx { qe, db, table, info, s, now_ns, group_tags, bucket, fields, range, cond_sql };
+    if s.is_raw_query() {
+        if ctx.bucket.is_some() {
+            return Err("GROUP BY requires at least one aggregate function".into());
+        }
+        ctx.raw().await
+    } else {
+        ctx.aggregate().await
+    }
+}
+
+struct Ctx<'a> {
+    qe: &'a QueryEngine,
+    db: &'a str,
+    table: &'a str,
+    info: &'a TableInfo,
+    s: &'a SelectStatement,
+    now_ns: i64,
+    group_tags: Vec<String>,
+    bucket: Option<(i64, i64)>,
+    fields: Vec<OutField>,
+    range: TimeRange,
+    cond_sql: Option<String>,
+}
+
+/// Rows of one series while it is being built: (time, series key for tie order, cells).
+type RawRow = (i64, String, Vec<Cell>);
+
+impl Ctx<'_> {
+    /// Runs `sql` on the database and returns its rows as cells.
+    async fn query(&self, sql: &str) -> Result<Vec<Vec<Cell>>, String> {
+        tracing::debug!(sql, "InfluxQL translated");
+        let out = self.qe.sql(Some(self.db), sql).await.map_err(|e| e.to_string())?;
+        let mut rows = Vec::new();
+        for b in &out.batches {
+            if rows.len() + b.num_rows() > RESULT_ROWS_MAX {
+                return Err(format!("the query selects more than {RESULT_ROWS_MAX} rows: narrow the time range or add LIMIT"));
+            }
+            let cols = b.columns().iter().map(CellColumn::new).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
+            for r in 0..b.num_rows() {
+                rows.push(cols.iter().map(|c| c.get(r)).collect());
+            }
+        }
+        Ok(rows)
+    }
+
+    /// The WHERE clause: time bounds, the condition, and "one of these fields is set".
+    fn where_sql(&self, fields: &[&str]) -> String {
+        let mut conj = self.range.sql();
+        if let Some(c) = &self.cond_sql {
+            conj.push(format!("({c})"));
+        }
+        if !fields.is_empty() {
+            let any: Vec<String> = fields.iter().map(|f| format!("{} IS NOT NULL", ident(f))).collect();
+            conj.push(format!("({})", any.join(" OR ")));
+        }
+        if conj.is_empty() { String::new() } else { format!(" WHERE {}", conj.join(" AND ")) }
+    }
+
+    fn series(&self, key: &[String], columns: &[String], rows: Vec<Vec<Cell>>) -> Series {
+        let tags = (!self.s.dimensions.iter().all(|d| matches!(d, Dimension::Time { .. })))
+            .then(|| self.group_tags.iter().cloned().zip(key.iter().cloned()).collect());
+        Series { name: self.table.to_string(), tags, columns: columns.to_vec(), values: Some(rows) }
+    }
+
+    fn columns(&self) -> Vec<String> {
+        std::iter::once("time".to_string()).chain(self.fields.iter().map(|f| f.name.clone())).collect()
+    }
+
+    fn limit_offset<T>(&self, rows: Vec<T>) -> Vec<T> {
+        let skip = self.s.offset.unwrap_or(0) as usize;
+        let take = self.s.limit.filter(|n| *n > 0).map_or(usize::MAX, |n| n as usize);
+        rows.into_iter().skip(skip).take(take).collect()
+    }
+
+    // ------------------------------------------------------------------ raw
+
+    async fn raw(&self) -> Result<Vec<Series>, String> {
+        // Columns: time, every tag (series key and grouping), then the referenced fields.
+        let mut field_cols: Vec<&str> = Vec::new();
+        let mut tag_refs = false;
+        for f in &self.fields {
+            f.expr.walk(&mut |e| {
+                if let Expr::VarRef { name, data_type } = e {
+                    match self.info.kind(name, *data_type) {
+                        ColKind::Field(_) if !field_cols.contains(&name.as_str()) => field_cols.push(name),
+                        ColKind::Tag => tag_refs = true,
+                        _ => {}
+                    }
+                }
+            });
+        }
+        if field_cols.is_empty() {
+            // InfluxDB answers a query of tags only (`SELECT host FROM m`) with no series, not an error.
+            let _ = tag_refs;
+            return Ok(Vec::new());
+        }
+        let tags: Vec<&String> = self.info.tags.iter().collect();
+        let mut select = vec!["CAST(\"time\" AS BIGINT)".to_string()];
+        select.extend(tags.iter().map(|t| format!("CAST({} AS VARCHAR)", ident(t))));
+        select.extend(field_cols.iter().map(|f| ident(f)));
+        let sql = format!("SELECT {} FROM {}{}", select.join(", "), ident(self.table), self.where_sql(&field_cols));
+        let rows = self.query(&sql).await?;
+
+        let mut groups: BTreeMap<Vec<String>, Vec<RawRow>> = BTreeMap::new();
+        for row in rows {
+            let Cell::Integer(t) = row[0] else { continue };
+            let tag_value = |name: &str| -> Cell {
+                tags.iter().position(|t| t.as_str() == name).map_or(Cell::Null, |i| row[1 + i].clone())
+            };
+            let field_value = |name: &str| -> Cell {
+                field_cols.iter().position(|f| *f == name).map_or(Cell::Null, |i| row[1 + tags.len() + i].clone())
+            };
+            let key: Vec<String> = self
+                .group_tags
+                .iter()
+                .map(|g| match tag_value(g) {
+                    Cell::String(v) => v,
+                    _ => String::new(),
+                })
+                .collect();
+            let mut series_key = String::new();
+            for (i, t) in tags.iter().enumerate() {
+                if let Cell::String(v) = &row[1 + i] {
+                    series_key.push_str(t);
+                    series_key.push('=');
+                    series_key.push_str(v);
+                    series_key.push(',');
+                }
+            }
+            let cells: Vec<Cell> = self
+                .fields
+                .iter()
+                .map(|f| eval_raw(&f.expr, self.info, &tag_value, &field_value))
+                .collect();
+            groups.entry(key).or_default().push((t, series_key, cells));
+        }
+        let columns = self.columns();
+        let mut out = Vec::with_capacity(groups.len());
+        for (key, mut rows) in groups {
+            rows.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+            if self.s.order_desc {
+                rows.reverse();
+            }
+            let rows: Vec<Vec<Cell>> = self
+                .limit_offset(rows)
+                .into_iter()
+                .map(|(t, _, cells)| std::iter::once(Cell::Time(t)).chain(cells).collect())
+                .collect();
+            if !rows.is_empty() {
+                out.push(self.series(&key, &columns, rows));
+            }
+        }
+        Ok(out)
+    }
+
+    // ------------------------------------------------------------------ aggregate
+
+    async fn aggregate(&self) -> Result<Vec<Series>, String> {
+        let mut calls: Vec<Call> = Vec::new();
+        for f in &self.fields {
+            collect_calls(&f.expr, self.info, &mut calls)?;
+        }
+        if let Some(c) = calls.iter().find(|c| c.func.is_multi_row()) {
+            if calls.len() > 1 || self.fields.len() > 1 {
+                return Err(format!("{}() cannot be combined with other functions or fields", c.func.name()));
+            }
+        }
+        let single_selector = self.bucket.is_none()
+            && self.fields.len() == 1
+            && calls.len() == 1
+            && calls[0].func.is_selector()
+            && matches!(self.fields[0].expr, Expr::Call { .. });
+        let mut fields_used: Vec<&str> = calls.iter().filter_map(|c| c.field.as_deref()).collect();
+        fields_used.sort();
+        fields_used.dedup();
+        if fields_used.is_empty() {
+            return Ok(Vec::new());
+        }
+
+        let mut select: Vec<String> = Vec::new();
+        let mut group_by: Vec<String> = Vec::new();
+        let present_tags: Vec<&String> = self.group_tags.iter().filter(|t| self.info.tags.contains(*t)).collect();
+        for t in &present_tags {
+            let e = format!("coalesce(CAST({} AS VARCHAR), '')", ident(t));
+            select.push(e.clone());
+            group_by.push(e);
+        }
+        if let Some((interval, offset)) = self.bucket {
+            let t = "CAST(\"time\" AS BIGINT)";
+            let e = format!("({t} - ((({t} - {offset}) % {interval}) + {interval}) % {interval})");
+            select.push(e.clone());
+            group_by.push(e);
+        }
+        select.push("count(*)".into());
+        let first_agg = select.len();
+        // Rows of several series sharing a timestamp: first() takes the lowest series key, last() the
+        // highest (as InfluxDB, whose iterators merge series in key order). Ordering by the tags not
+        // grouped on, in key order, is that order whenever every series has every tag.
+        let tie_tags: Vec<String> = self
+            .info
+            .tags
+            .iter()
+            .filter(|t| !self.group_tags.contains(t))
+            .map(|t| format!("CAST({} AS VARCHAR)", ident(t)))
+            .collect();
+        let mut slots = Vec::with_capacity(calls.len());
+        for c in &calls {
+            slots.push(select.len());
+            select.extend(c.sql(single_selector, &tie_tags));
+        }
+        let select: Vec<String> = select.into_iter().enumerate().map(|(i, e)| format!("{e} AS \"_c{i}\"")).collect();
+        let mut sql = format!("SELECT {} FROM {}{}", select.join(", "), ident(self.table), self.where_sql(&fields_used));
+        if !group_by.is_empty() {
+            sql.push_str(&format!(" GROUP BY {}", group_by.join(", ")));
+        }
+        let rows = self.query(&sql).await?;
+
+        // group key → bucket (or 0) → (output cells, selected point's time)
+        type Buckets = BTreeMap<i64, (Vec<Cell>, Option<i64>)>;
+        let mut groups: BTreeMap<Vec<String>, Buckets> = BTreeMap::new();
+        for row in rows {
+            if matches!(row[first_agg - 1], Cell::Integer(0)) {
+                continue; // an aggregate without GROUP BY over no rows
+            }
+            let key: Vec<String> = self
+                .group_tags
+                .iter()
+                .map(|g| match present_tags.iter().position(|t| *t == g) {
+                    Some(i) => match &row[i] {
+                        Cell::String(v) => v.clone(),
+                        _ => String::new(),
+                    },
+                    None => String::new(),
+                })
+                .collect();
+            let bucket = match self.bucket {
+                Some(_) => match row[present_tags.len()] {
+                    Cell::Integer(b) => b,
+                    _ => continue,
+                },
+                None => 0,
+            };
+            let values: Vec<(Cell, Option<i64>)> = calls.iter().zip(&slots).map(|(c, &i)| c.value(&row[i..], single_selector)).collect();
+            let point_time = if single_selector { values[0].1 } else { None };
+            let cells: Vec<Cell> = self.fields.iter().map(|f| eval_agg(&f.expr, self.info, &calls, &values)).collect();
+            groups.entry(key).or_default().insert(bucket, (cells, point_time));
+        }
+        if groups.is_empty() {
+            return Ok(Vec::new());
+        }
+        let columns = self.columns();
+        let counts: Vec<bool> = self.fields.iter().map(|f| matches!(&f.expr, Expr::Call { name, .. } if name == "count")).collect();
+        let multi_row = calls[0].func.is_multi_row();
+
+        let Some((interval, _)) = self.bucket else {
+            let t0 = self.range.min.unwrap_or(0);
+            let mut out = Vec::new();
+            for (key, buckets) in groups {
+                let mut rows = Vec::new();
+                for (_, (cells, point_time)) in buckets {
+                    let time = Cell::Time(point_time.unwrap_or(t0));
+                    if multi_row {
+                        rows.extend(multi_rows(&time, &cells[0]));
+                    } else {
+                        rows.push(std::iter::once(time).chain(cells).collect());
+                    }
+                }
+                let rows = self.limit_offset(rows);
+                if !rows.is_empty() {
+                    out.push(self.series(&key, &columns, rows));
+                }
+            }
+            return Ok(out);
+        };
+
+        // Complete the buckets from the first to the last of the range.
+        let floor = |t: i64| {
+            let (_, offset) = self.bucket.unwrap_or((1, 0));
+            t - (t - offset).rem_euclid(interval)
+        };
+        let first = match self.range.min {
+            Some(t) => floor(t),
+            None => groups.values().filter_map(|b| b.keys().next().copied()).min().unwrap_or(0),
+        };
+        let last = floor(self.range.max.unwrap_or(self.now_ns));
+        if last < first {
+            return Ok(Vec::new());
+        }
+        let n_buckets = ((last - first) / interval) as u64 + 1;
+        if n_buckets > BUCKETS_PER_SERIES_MAX {
+            return Err(format!(
+                "max-select-buckets limit exceeded: ({n_buckets}/{BUCKETS_PER_SERIES_MAX}); narrow the time range or use a larger GROUP BY time() interval"
+            ));
+        }
+        let fill = self.s.fill.unwrap_or(Fill::Null);
+        let mut out = Vec::new();
+        for (key, buckets) in groups {
+            let times: Vec<i64> = (0..n_buckets as i64).map(|i| first + i * interval).collect();
+            let mut rows = if multi_row {
+                // Buckets without points have nothing to list: they are left out whatever fill() says.
+                times.iter().filter_map(|t| buckets.get(t).map(|(c, _)| multi_rows(&Cell::Time(*t), &c[0]))).flatten().collect()
+            } else {
+                fill_buckets(&times, &buckets, self.fields.len(), fill, &counts)
+            };
+            if self.s.order_desc {
+                rows.reverse();
+            }
+            let rows = self.limit_offset(rows);
+            if !rows.is_empty() {
+                out.push(self.series(&key, &columns, rows));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The rows of a function that answers several per group: `distinct()` (values, at `time`, sorted) or
+/// `top()`/`bottom()` (`[point time, value]` pairs, in time order).
+fn multi_rows(time: &Cell, values: &Cell) -> Vec<Vec<Cell>> {
+    let Cell::List(vs) = values else { return Vec::new() };
+    if vs.iter().all(|v| matches!(v, Cell::List(_))) && !vs.is_empty() {
+        let mut rows: Vec<Vec<Cell>> = vs.iter().filter_map(|v| if let Cell::List(p) = v { Some(p.clone()) } else { None }).collect();
+        rows.sort_by_key(|r| match r.first() {
+            Some(Cell::Time(t)) => *t,
+            _ => 0,
+        });
+        return rows;
+    }
+    let mut vs = vs.clone();
+    vs.sort_by(|a, b| a.total_cmp(b));
+    vs.into_iter().map(|v| vec![time.clone(), v]).collect()
+}
+
+/// Every bucket of `times` for one series: present buckets as computed, empty ones (and empty cells)
+/// per `fill`. `counts[i]` marks `count()` columns, which read 0 where there was nothing to count.
+fn fill_buckets(
+    times: &[i64],
+    buckets: &BTreeMap<i64, (Vec<Cell>, Option<i64>)>,
+    width: usize,
+    fill: Fill,
+    counts: &[bool],
+) -> Vec<Vec<Cell>> {
+    let empty_row = vec![Cell::Null; width];
+    let cells: Vec<&Vec<Cell>> = times.iter().map(|t| buckets.get(t).map_or(&empty_row, |(c, _)| c)).collect();
+    let mut rows: Vec<Vec<Cell>> = Vec::with_capacity(times.len());
+    let mut previous: Vec<Cell> = vec![Cell::Null; width];
+    for (i, (&t, row)) in times.iter().zip(&cells).enumerate() {
+        let all_empty = row.iter().all(Cell::is_null);
+        if all_empty && matches!(fill, Fill::None) {
+            continue;
+        }
+        let mut out = Vec::with_capacity(width + 1);
+        out.push(Cell::Time(t));
+        for (c, cell) in row.iter().enumerate() {
+            let v = if !cell.is_null() {
+                cell.clone()
+            } else {
+                match fill {
+                    Fill::Null | Fill::None if counts[c] => Cell::Integer(0),
+                    Fill::Null | Fill::None => Cell::Null,
+                    Fill::Integer(v) => Cell::Integer(v),
+                    Fill::Float(v) => Cell::Float(v),
+                    Fill::Previous => previous[c].clone(),
+                    Fill::Linear => linear(times, &cells, i, c),
+                }
+            };
+            if !cell.is_null() {
+                previous[c] = cell.clone();
+            }
+            out.push(v);
+        }
+        rows.push(out);
+    }
+    rows
+}
+
+/// Linear interpolation of column `c` at bucket `i` between the nearest non-empty buckets around it.
+fn linear(times: &[i64], cells: &[&Vec<Cell>], i: usize, c: usize) -> Cell {
+    let before = (0..i).rev().find(|&j| !cells[j][c].is_null());
+    let after = (i + 1..cells.len()).find(|&j| !cells[j][c].is_null());
+    let (Some(a), Some(b)) = (before, after) else { return Cell::Null };
+    let frac = (times[i] - times[a]) as f64 / (times[b] - times[a]) as f64;
+    match (&cells[a][c], &cells[b][c]) {
+        (Cell::Integer(x), Cell::Integer(y)) => Cell::Integer(x + ((y - x) as f64 * frac) as i64),
+        (Cell::Float(x), Cell::Float(y)) => Cell::Float(x + (y - x) * frac),
+        (x, y) => match (num(x), num(y)) {
+            (Some(x), Some(y)) => Cell::Float(x + (y - x) * frac),
+            _ => Cell::Null,
+        },
+    }
+}
+
+fn num(c: &Cell) -> Option<f64> {
+    match c {
+        Cell::Float(v) => Some(*v),
+        Cell::Integer(v) => Some(*v as f64),
+        Cell::UInteger(v) => Some(*v as f64),
+        _ => None,
+    }
+}
+
+/// A raw row's value of a field expression.
+fn eval_raw(e: &Expr, info: &TableInfo, tag: &dyn Fn(&str) -> Cell, field: &dyn Fn(&str) -> Cell) -> Cell {
+    match e {
+        Expr::VarRef { name, data_type } => match info.kind(name, *data_type) {
+            ColKind::Field(_) => field(name),
+            ColKind::Tag => tag(name),
+            ColKind::Unknown => Cell::Null,
+        },
+        Expr::Binary { op, lhs, rhs } if op.is_arithmetic() => {
+            arithmetic(*op, &eval_raw(lhs, info, tag, field), &eval_raw(rhs, info, tag, field))
+        }
+        Expr::Neg(inner) => negate(&eval_raw(inner, info, tag, field)),
+        other => literal(other),
+    }
+}
+
+fn literal(e: &Expr) -> Cell {
+    match e {
+        Expr::IntegerLit(v) => Cell::Integer(*v),
+        Expr::UnsignedLit(v) => Cell::UInteger(*v),
+        Expr::NumberLit(v) => Cell::Float(*v),
+        Expr::StringLit(s) => Cell::String(s.clone()),
+        Expr::BooleanLit(b) => Cell::Boolean(*b),
+        Expr::DurationLit(v) => Cell::Integer(*v),
+        _ => Cell::Null,
+    }
+}
+
+/// An aggregated row's value of a field expression (calls are looked up in `values`).
+fn eval_agg(e: &Expr, info: &TableInfo, calls: &[Call], values: &[(Cell, Option<i64>)]) -> Cell {
+    match e {
+        Expr::Call { .. } => match Call::from_expr(e, info) {
+            Ok(Some(c)) => calls.iter().position(|x| *x == c).map_or(Cell::Null, |i| values[i].0.clone()),
+            _ => Cell::Null,
+        },
+        Expr::Binary { op, lhs, rhs } if op.is_arithmetic() => {
+            arithmetic(*op, &eval_agg(lhs, info, calls, values), &eval_agg(rhs, info, calls, values))
+        }
+        Expr::Neg(inner) => negate(&eval_agg(inner, info, calls, values)),
+        other => literal(other),
+    }
+}
+
+fn collect_calls(e: &Expr, info: &TableInfo, out: &mut Vec<Call>) -> Result<(), String> {
+    match e {
+        Expr::Call { .. } => {
+            if let Some(c) = Call::from_expr(e, info)? {
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+            Ok(())
+        }
+        Expr::Binary { lhs, rhs, op } if op.is_arithmetic() => {
+            collect_calls(lhs, info, out)?;
+            collect_calls(rhs, info, out)
+        }
+        Expr::Neg(inner) => collect_calls(inner, info, out),
+        Expr::VarRef { .. } => Err("mixing aggregate and non-aggregate queries is not supported".into()),
+        Expr::Wildcard(_) | Expr::RegexLit(_) => Err("mixing aggregate and non-aggregate queries is not supported".into()),
+        _ => Ok(()),
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Func {
+    Count,
+    CountDistinct,
+    Sum,
+    Mean,
+    Min,
+    Max,
+    First,
+    Last,
+    Median,
+    Stddev,
+    Spread,
+    Percentile(f64),
+    Distinct,
+    Top(usize),
+    Bottom(usize),
+}
+
+impl Func {
+    /// Functions answering several rows per group.
+    fn is_multi_row(self) -> bool {
+        matches!(self, Func::Distinct | Func::Top(_) | Func::Bottom(_))
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Func::Count | Func::CountDistinct => "count",
+            Func::Sum => "sum",
+            Func::Mean => "mean",
+            Func::Min => "min",
+            Func::Max => "max",
+            Func::First => "first",
+            Func::Last => "last",
+            Func::Median => "median",
+            Func::Stddev => "stddev",
+            Func::Spread => "spread",
+            Func::Percentile(_) => "percentile",
+            Func::Distinct => "distinct",
+            Func::Top(_) => "top",
+            Func::Bottom(_) => "bottom",
+        }
+    }
+
+    fn is_selector(self) -> bool {
+        matches!(self, Func::Min | Func::Max | Func::First | Func::Last | Func::Percentile(_))
+    }
+
+    /// Whether `max(*)` and friends include a field of type `ty`.
+    fn accepts(name: &str, ty: FieldType) -> bool {
+        let numeric = matches!(ty, FieldType::Float | FieldType::Integer | FieldType::UInteger);
+        match name {
+            "count" | "first" | "last" | "distinct" => true,
+            "min" | "max" => numeric || ty == FieldType::Boolean,
+            _ => numeric,
+        }
+    }
+}
+
+/// One distinct aggregate call over one field.
+#[derive(Clone, Debug, PartialEq)]
+struct Call {
+    func: Func,
+    /// `None` when the field does not exist in this measurement (the call is then null).
+    field: Option<String>,
+}
+
+impl Call {
+    fn from_expr(e: &Expr, info: &TableInfo) -> Result<Option<Call>, String> {
+        let Expr::Call { name, args } = e else { return Ok(None) };
+        let arity = |n: usize| {
+            if args.len() == n {
+                Ok(())
+            } else {
+                Err(format!("invalid number of arguments for {name}, expected {n}, got {}", args.len()))
+            }
+        };
+        let func = match name.as_str() {
+            "count" => {
+                arity(1)?;
+                match &args[0] {
+                    Expr::Call { name: inner, args: inner_args } if inner == "distinct" => {
+                        return Ok(Some(Call { func: Func::CountDistinct, field: field_arg(inner_args.first(), info, name)? }));
+                    }
+                    _ => Func::Count,
+                }
+            }
+            "sum" => Func::Sum,
+            "mean" => Func::Mean,
+            "min" => Func::Min,
+            "max" => Func::Max,
+            "first" => Func::First,
+            "last" => Func::Last,
+            "median" => Func::Median,
+            "stddev" => Func::Stddev,
+            "spread" => Func::Spread,
+            "distinct" => Func::Distinct,
+            "percentile" => {
+                arity(2)?;
+                let p = match &args[1] {
+                    Expr::IntegerLit(v) => *v as f64,
+                    Expr::NumberLit(v) => *v,
+                    other => return Err(format!("expected float argument in percentile(), got {other}")),
+                };
+                Func::Percentile(p)
+            }
+            "top" | "bottom" => {
+                arity(2)?;
+                let n = match &args[1] {
+                    Expr::IntegerLit(v) if *v > 0 && *v <= TOP_N_MAX as i64 => *v as usize,
+                    other => {
+                        return Err(format!("expected an integer from 1 to {TOP_N_MAX} as the last argument of {name}(), got {other}"));
+                    }
+                };
+                if name == "top" { Func::Top(n) } else { Func::Bottom(n) }
+            }
+            other => return Err(format!("unsupported function: {other}()")),
+        };
+        if !matches!(func, Func::Percentile(_) | Func::Top(_) | Func::Bottom(_)) {
+            arity(1)?;
+        }
+        Ok(Some(Call { func, field: field_arg(args.first(), info, name)? }))
+    }
+
+    /// The SQL aggregates of this call (value, then the selected point's time if `with_time`).
+    fn sql(&self, with_time: bool, tie_tags: &[String]) -> Vec<String> {
+        let Some(field) = &self.field else { return vec!["NULL".into()] };
+        let f = ident(field);
+        let ties = |dir: &str| tie_tags.iter().map(|t| format!(", {t} {dir}")).collect::<String>();
+        let nn = format!("FILTER (WHERE {f} IS NOT NULL)");
+        let time_of = |order: &str| format!("first_value(\"time\" ORDER BY {order}) {nn}");
+        match self.func {
+            Func::Count => vec![format!("count({f})")],
+            Func::CountDistinct => vec![format!("count(DISTINCT {f})")],
+            Func::Sum => vec![format!("sum({f})")],
+            Func::Mean => vec![format!("avg(CAST({f} AS DOUBLE))")],
+            Func::Median => vec![format!("median(CAST({f} AS DOUBLE))")],
+            Func::Stddev => vec![format!("stddev(CAST({f} AS DOUBLE))")],
+            Func::Spread => vec![format!("max({f})"), format!("min({f})")],
+            Func::Distinct => vec![format!("array_agg(DISTINCT {f}) {nn}")],
+            Func::Min | Func::Max => {
+                let agg = if self.func == Func::Min { "min" } else { "max" };
+                let dir = if self.func == Func::Min { "ASC" } else { "DESC" };
+                let mut v = vec![format!("{agg}({f})")];
+                if with_time {
+                    v.push(time_of(&format!("{f} {dir}, \"time\" ASC")));
+                }
+                v
+            }
+            Func::First | Func::Last => {
+                let dir = if self.func == Func::First { "ASC" } else { "DESC" };
+                let mut v = vec![format!("first_value({f} ORDER BY \"time\" {dir}{}) {nn}", ties(dir))];
+                if with_time {
+                    v.push(time_of(&format!("\"time\" {dir}")));
+                }
+                v
+            }
+            Func::Top(_) | Func::Bottom(_) => {
+                let dir = if matches!(self.func, Func::Top(_)) { "DESC" } else { "ASC" };
+                let order = format!("{f} {dir}, \"time\" ASC{}", ties("ASC"));
+                vec![format!("array_agg({f} ORDER BY {order}) {nn}"), format!("array_agg(\"time\" ORDER BY {order}) {nn}")]
+            }
+            Func::Percentile(_) => {
+                let mut v = vec![format!("array_agg({f} ORDER BY {f}, \"time\") {nn}")];
+                if with_time {
+                    v.push(format!("array_agg(\"time\" ORDER BY {f}, \"time\") {nn}"));
+                }
+                v
+            }
+        }
+    }
+
+    /// The call's value (and selected time) from its SQL columns, which start at `cols[0]`.
+    fn value(&self, cols: &[Cell], with_time: bool) -> (Cell, Option<i64>) {
+        if self.field.is_none() {
+            return (Cell::Null, None);
+        }
+        let time_at = |i: usize| match cols.get(i) {
+            Some(Cell::Time(t)) if with_time => Some(*t),
+            _ => None,
+        };
+        match self.func {
+            Func::Spread => (arithmetic(crate::influxql::BinaryOp::Sub, &cols[0], &cols[1]), None),
+            Func::Top(n) | Func::Bottom(n) => {
+                let (Cell::List(values), Some(Cell::List(times))) = (&cols[0], cols.get(1)) else { return (Cell::Null, None) };
+                let pairs = times.iter().zip(values).take(n).map(|(t, v)| Cell::List(vec![t.clone(), v.clone()])).collect();
+                (Cell::List(pairs), None)
+            }
+            Func::Min | Func::Max | Func::First | Func::Last => (cols[0].clone(), time_at(1)),
+            Func::Percentile(p) => {
+                let Cell::List(values) = &cols[0] else { return (Cell::Null, None) };
+                let n = values.len();
+                let idx = ((n as f64) * p / 100.0 + 0.5).floor() as i64 - 1;
+                if idx < 0 || idx as usize >= n {
+                    return (Cell::Null, None);
+                }
+                let idx = idx as usize;
+                let time = match cols.get(1) {
+                    Some(Cell::List(times)) if with_time => match times.get(idx) {
+                        Some(Cell::Time(t)) => Some(*t),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                (values[idx].clone(), time)
+            }
+            _ => (cols[0].clone(), None),
+        }
+    }
+}
+
+/// The field a call aggregates: a field of the measurement, or `None` if it has no such field.
+fn field_arg(arg: Option<&Expr>, info: &TableInfo, func: &str) -> Result<Option<String>, String> {
+    match arg {
+        Some(Expr::VarRef { name, data_type }) => match info.kind(name, *data_type) {
+            ColKind::Field(_) => Ok(Some(name.clone())),
+            ColKind::Tag => Err(format!("cannot use tag {name} as the argument of {func}()")),
+            ColKind::Unknown => Ok(None),
+        },
+        Some(Expr::Call { name, .. }) if name == "distinct" && func != "count" => {
+            Err(format!("{func}(distinct()) is not supported"))
+        }
+        Some(other) => Err(format!("expected field argument in {func}(), got {other}")),
+        None => Err(format!("invalid number of arguments for {func}, expected 1, got 0")),
+    }
+}

@@ -1,0 +1,224 @@
+//! `GET|POST /query`: InfluxQL, answered in InfluxDB 1.x's JSON shape.
+//!
+//! Parameters: `q` (statements separated by `;`), `db`, `epoch` (`ns`, `u`/`µ`, `ms`, `s`, `m`, `h`: times
+//! as integers in that unit, else RFC 3339 strings), `pretty=true`; `chunked=true` is refused. They come
+//! from the query string or, for POST, also from an `application/x-www-form-urlencoded` body.
+//!
+//! Statuses as InfluxDB: 400 `{"error": "missing required parameter \"q\""}` or `error parsing query: ...`;
+//! otherwise 200 with one result per statement, a failing statement carrying its own `error`.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use sundial_query::influx::{Cell, Series, StatementResult};
+
+use crate::AppState;
+use crate::errors::error_response;
+use crate::write::{now_ns, read_body};
+
+type Params = Query<HashMap<String, String>>;
+
+pub async fn query_get(State(state): State<Arc<AppState>>, Query(p): Params) -> Response {
+    query(state, p).await
+}
+
+pub async fn query_post(State(state): State<Arc<AppState>>, Query(mut p): Params, headers: HeaderMap, body: Body) -> Response {
+    let form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    if form {
+        let bytes = match read_body(body, &headers, state.config.max_body_bytes).await {
+            Ok(b) => b,
+            Err(r) => return r,
+        };
+        for (k, v) in crate::http::url_form(&bytes) {
+            p.entry(k).or_insert(v);
+        }
+    }
+    query(state, p).await
+}
+
+async fn query(state: Arc<AppState>, p: HashMap<String, String>) -> Response {
+    let Some(q) = p.get("q").filter(|q| !q.trim().is_empty()) else {
+        return error_response(StatusCode::BAD_REQUEST, "missing required parameter \"q\"");
+    };
+    if p.get("chunked").is_some_and(|c| c == "true") {
+        return error_response(StatusCode::BAD_REQUEST, "chunked responses are not supported: omit chunked=true");
+    }
+    let epoch = match p.get("epoch").map(String::as_str) {
+        None | Some("") => None,
+        Some(e) => match epoch_divisor(e) {
+            Some(d) => Some(d),
+            None => return error_response(StatusCode::BAD_REQUEST, format!("invalid epoch {e:?}: expected ns, u, µ, ms, s, m or h")),
+        },
+    };
+    let db = p.get("db").filter(|d| !d.is_empty()).map(String::as_str);
+    let results = match state.influxql.execute(db, q, now_ns()).await {
+        Ok(r) => r,
+        Err(e) => return error_response(StatusCode::BAD_REQUEST, e.to_string()),
+    };
+    let mut body = render(&results, epoch);
+    if p.get("pretty").is_some_and(|v| v == "true") {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&body) {
+            body = serde_json::to_string_pretty(&v).unwrap_or(body);
+        }
+    }
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// Nanoseconds per unit of an `epoch` parameter.
+fn epoch_divisor(e: &str) -> Option<i64> {
+    Some(match e {
+        "ns" | "n" => 1,
+        "u" | "µ" | "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" => 60_000_000_000,
+        "h" => 3_600_000_000_000,
+        _ => return None,
+    })
+}
+
+/// The response body. Written by hand rather than through `serde_json::Value` to keep InfluxDB's key
+/// order and Go's number forms (whole floats without `.0`).
+pub fn render(results: &[StatementResult], epoch: Option<i64>) -> String {
+    let mut out = String::from("{\"results\":[");
+    for (i, r) in results.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let _ = write!(out, "{{\"statement_id\":{i}");
+        if !r.series.is_empty() {
+            out.push_str(",\"series\":[");
+            for (j, s) in r.series.iter().enumerate() {
+                if j > 0 {
+                    out.push(',');
+                }
+                render_series(&mut out, s, epoch);
+            }
+            out.push(']');
+        }
+        if let Some(e) = &r.error {
+            out.push_str(",\"error\":");
+            push_str(&mut out, e);
+        }
+        out.push('}');
+    }
+    out.push_str("]}");
+    out
+}
+
+fn render_series(out: &mut String, s: &Series, epoch: Option<i64>) {
+    out.push('{');
+    let mut first = true;
+    let mut sep = |out: &mut String| {
+        if !first {
+            out.push(',');
+        }
+        first = false;
+    };
+    if !s.name.is_empty() {
+        sep(out);
+        out.push_str("\"name\":");
+        push_str(out, &s.name);
+    }
+    if let Some(tags) = &s.tags {
+        sep(out);
+        out.push_str("\"tags\":{");
+        for (i, (k, v)) in tags.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            push_str(out, k);
+            out.push(':');
+            push_str(out, v);
+        }
+        out.push('}');
+    }
+    sep(out);
+    out.push_str("\"columns\":[");
+    for (i, c) in s.columns.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_str(out, c);
+    }
+    out.push(']');
+    if let Some(values) = &s.values {
+        out.push_str(",\"values\":[");
+        for (i, row) in values.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push('[');
+            for (j, c) in row.iter().enumerate() {
+                if j > 0 {
+                    out.push(',');
+                }
+                push_cell(out, c, epoch);
+            }
+            out.push(']');
+        }
+        out.push(']');
+    }
+    out.push('}');
+}
+
+fn push_cell(out: &mut String, c: &Cell, epoch: Option<i64>) {
+    match c {
+        Cell::Null | Cell::List(_) => out.push_str("null"),
+        Cell::Float(v) if v.is_finite() => {
+            let _ = write!(out, "{v}");
+        }
+        Cell::Float(_) => out.push_str("null"),
+        Cell::Integer(v) => {
+            let _ = write!(out, "{v}");
+        }
+        Cell::UInteger(v) => {
+            let _ = write!(out, "{v}");
+        }
+        Cell::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
+        Cell::String(s) => push_str(out, s),
+        Cell::Time(t) => match epoch {
+            // Go's integer division truncates toward zero.
+            Some(d) => {
+                let _ = write!(out, "{}", t / d);
+            }
+            None => push_str(out, &sundial_query::influxql::format_time_rfc3339(*t)),
+        },
+    }
+}
+
+fn push_str(out: &mut String, s: &str) {
+    out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_influxdb_shape() {
+        let r = vec![
+            StatementResult::series(vec![Series {
+                name: "cpu".into(),
+                tags: Some(vec![("host".into(), "a".into())]),
+                columns: vec!["time".into(), "max".into()],
+                values: Some(vec![vec![Cell::Time(1_500_000_000), Cell::Float(3.0)], vec![Cell::Time(0), Cell::Null]]),
+            }]),
+            StatementResult::default(),
+            StatementResult::error("boom"),
+        ];
+        assert_eq!(
+            render(&r, None),
+            r#"{"results":[{"statement_id":0,"series":[{"name":"cpu","tags":{"host":"a"},"columns":["time","max"],"values":[["1970-01-01T00:00:01.5Z",3],["1970-01-01T00:00:00Z",null]]}]},{"statement_id":1},{"statement_id":2,"error":"boom"}]}"#
+        );
+        assert!(render(&r, Some(1_000_000)).contains("[1500,3]"));
+    }
+}
