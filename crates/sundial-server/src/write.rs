@@ -39,7 +39,7 @@ pub async fn read_body(body: Body, headers: &HeaderMap, limit: usize) -> Result<
     let too_large = || {
         error_response(
             StatusCode::PAYLOAD_TOO_LARGE,
-            format!("request body exceeds the {limit}-byte limit (`--max-body-bytes`); send smaller batches"),
+            format!("request body exceeds the {limit}-byte limit (`--max-body-mib`); send smaller batches"),
         )
     };
     let raw = axum::body::to_bytes(body, limit).await.map_err(|_| too_large())?;

@@ -9,7 +9,7 @@
 //! the same entries travel in WAL records (so a crash loses nothing) and are appended to `catalog.log`
 //! when the rows that needed them are flushed (see `catalog_log.rs`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
@@ -272,6 +272,11 @@ pub struct Catalog {
     by_name: HashMap<Arc<str>, DbId>,
     next_db: DbId,
     next_table: TableId,
+    /// Ids dropped for good. Entries arrive from two logs (catalog.log and the WAL) whose order across a
+    /// drop is not fixed: a `CreateTable` still waiting in the WAL is replayed after the `DropTable` that
+    /// catalog.log already holds. Ids are never reused, so a create of a dropped id is ignored.
+    dropped_dbs: HashSet<DbId>,
+    dropped_tables: HashSet<(DbId, TableId)>,
 }
 
 impl Catalog {
@@ -308,7 +313,7 @@ impl Catalog {
         match e {
             CatalogEntry::CreateDb { db, name, retention_ns } => {
                 self.next_db = self.next_db.max(db + 1);
-                if self.dbs.contains_key(db) {
+                if self.dbs.contains_key(db) || self.dropped_dbs.contains(db) {
                     return Ok(());
                 }
                 let name: Arc<str> = Arc::from(name.as_str());
@@ -318,6 +323,7 @@ impl Catalog {
                 self.by_name.insert(name, *db);
             }
             CatalogEntry::DropDb { db } => {
+                self.dropped_dbs.insert(*db);
                 if let Some(c) = self.dbs.remove(db) {
                     self.by_name.remove(&c.name);
                 }
@@ -330,13 +336,15 @@ impl Catalog {
             CatalogEntry::CreateTable { db, table, name } => {
                 self.next_table = self.next_table.max(table + 1);
                 let Some(c) = self.dbs.get_mut(db) else { return Ok(()) };
-                if c.tables.contains_key(table) {
+                if c.tables.contains_key(table) || self.dropped_tables.contains(&(*db, *table)) {
                     return Ok(());
                 }
                 c.tables.insert(*table, TableCatalog::new(*table, name));
                 c.by_name.insert(Arc::from(name.as_str()), *table);
             }
             CatalogEntry::DropTable { db, table } => {
+                self.next_table = self.next_table.max(table + 1);
+                self.dropped_tables.insert((*db, *table));
                 let Some(c) = self.dbs.get_mut(db) else { return Ok(()) };
                 if let Some(t) = c.tables.remove(table) {
                     c.by_name.remove(&t.name);
@@ -377,6 +385,13 @@ impl Catalog {
                 }
             }
         }
+        // The drops too, so that entries of dropped ids still waiting in a WAL stay ignored.
+        let mut dbs: Vec<DbId> = self.dropped_dbs.iter().copied().collect();
+        dbs.sort_unstable();
+        out.extend(dbs.into_iter().map(|db| CatalogEntry::DropDb { db }));
+        let mut tables: Vec<(DbId, TableId)> = self.dropped_tables.iter().copied().collect();
+        tables.sort_unstable();
+        out.extend(tables.into_iter().map(|(db, table)| CatalogEntry::DropTable { db, table }));
         out
     }
 }

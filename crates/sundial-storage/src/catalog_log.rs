@@ -123,8 +123,14 @@ impl CatalogLog {
         let io = |e| Error::io(path, e);
         let mut file = OpenOptions::new().read(true).append(true).create(true).open(path).map_err(io)?;
         let bytes = std::fs::read(path).map_err(io)?;
-        if bytes.is_empty() {
-            file.write_all(&frame::header(MAGIC, VERSION)).map_err(io)?;
+        let fresh = frame::header(MAGIC, VERSION);
+        if bytes.len() < frame::HEADER_BYTES && fresh.starts_with(&bytes) {
+            // Empty, or a header cut short by a crash while the file was created: it holds no entry.
+            if !bytes.is_empty() {
+                tracing::warn!(path = %path.display(), bytes = bytes.len(), "rewriting a catalog log whose header was torn");
+                file.set_len(0).map_err(io)?;
+            }
+            file.write_all(&fresh).map_err(io)?;
             file.sync_all().map_err(io)?;
             return Ok((CatalogLog { path: path.to_path_buf(), file }, Vec::new()));
         }

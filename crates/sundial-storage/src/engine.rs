@@ -426,6 +426,8 @@ fn load_segments(dir: &Path, cat: &Catalog) -> Result<SegmentSet> {
                             std::fs::remove_file(&path).map_err(io(&path))?;
                         }
                     }
+                    // A newer format is not damage: quarantining it would hide data after a downgrade.
+                    Err(e @ Error::UnsupportedVersion { .. }) => return Err(e),
                     Err(e) => {
                         let q = path.with_extension("seg.corrupt");
                         tracing::error!(error = %e, quarantined = %q.display(), "segment file failed to open; its rows are NOT served");

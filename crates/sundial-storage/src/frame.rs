@@ -23,6 +23,9 @@ pub fn header(magic: &[u8; 8], version: u32) -> [u8; HEADER_BYTES] {
 
 /// Checks a file header; returns the version, or `None` if the magic does not match or it is short.
 pub fn check_header(buf: &[u8], magic: &[u8; 8]) -> Option<u32> {
+    if buf.len() < HEADER_BYTES {
+        return None;
+    }
     let mut r = Reader::new(buf);
     if r.take(8)? != magic {
         return None;
@@ -32,6 +35,9 @@ pub fn check_header(buf: &[u8], magic: &[u8; 8]) -> Option<u32> {
 
 /// Appends one framed record holding `payload`.
 pub fn put_record(out: &mut Vec<u8>, payload: &[u8]) {
+    // Readers take a zero-length record for a zero-filled tail (the CRC32C of nothing is 0, so eight zero
+    // bytes would otherwise read as a valid record): never write one.
+    assert!(!payload.is_empty(), "a framed record must not be empty");
     put_u32(out, payload.len() as u32);
     put_u32(out, crc32c::crc32c(payload));
     out.extend_from_slice(payload);
@@ -74,6 +80,11 @@ impl<'a> Iterator for Frames<'a> {
             return None;
         };
         let len = len as usize;
+        if len == 0 {
+            // Eight zero bytes: a file extended with zeros by a crash (no writer writes empty records).
+            self.torn = Some("zero-filled tail");
+            return None;
+        }
         if len > self.max_len {
             self.torn = Some("record length over the limit");
             return None;
@@ -116,5 +127,26 @@ mod tests {
             assert!(got.len() < 5, "flip at {byte} went unnoticed");
             assert_eq!(&all[..got.len()], &got[..]);
         }
+    }
+
+    /// Regression (found while documenting the format): eight zero bytes after the last record read as a
+    /// valid empty record (the CRC32C of nothing is 0), which then failed to decode and stopped start-up.
+    #[test]
+    fn a_zero_filled_tail_is_torn_not_a_record() {
+        let mut buf = Vec::new();
+        put_record(&mut buf, b"payload");
+        let valid = buf.len();
+        buf.extend_from_slice(&[0u8; 64]);
+        let mut f = Frames::new(&buf, 1 << 20);
+        assert_eq!(f.by_ref().count(), 1);
+        assert_eq!(f.valid_len(), valid);
+        assert_eq!(f.torn(), Some("zero-filled tail"));
+    }
+
+    #[test]
+    fn a_short_header_is_not_a_header() {
+        let h = header(b"SDTEST\0\0", 1);
+        assert_eq!(check_header(&h, b"SDTEST\0\0"), Some(1));
+        assert_eq!(check_header(&h[..12], b"SDTEST\0\0"), None);
     }
 }

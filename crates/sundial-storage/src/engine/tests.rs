@@ -99,6 +99,95 @@ fn dropped_database_stays_dropped_across_restart_and_name_can_be_reused() {
     e.create_database("db", 0, true).unwrap();
 }
 
+/// Regression (found while documenting the format): `drop_table` logged `DropTable` to catalog.log at
+/// once while the table's `CreateTable` was still only in the WAL, so a restart replayed the WAL and the
+/// dropped table came back with its rows.
+#[test]
+fn a_table_dropped_before_its_first_flush_stays_dropped_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = Engine::open(config(dir.path())).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        e.write("db", &[point("cpu", "a", 1, 1)]).unwrap();
+        e.drop_table("db", "cpu").unwrap();
+        assert!(e.catalog().db("db").unwrap().table("cpu").is_none());
+    }
+    {
+        let e = Engine::open(config(dir.path())).unwrap();
+        assert!(e.catalog().db("db").unwrap().table("cpu").is_none(), "dropped table resurrected by WAL replay");
+        // Flushing appends the WAL's CreateTable after the DropTable in catalog.log: still dropped.
+        e.flush().unwrap();
+        e.write("db", &[point("cpu", "b", 5, 5)]).unwrap();
+        e.flush().unwrap();
+    }
+    let e = Engine::open(config(dir.path())).unwrap();
+    assert_eq!(read_all(&e, "db"), vec![("b".into(), 5, Some(5))]);
+}
+
+/// Regression: a catalog.log cut inside its 16-byte header (a crash while it was created) panicked at start.
+#[test]
+fn a_catalog_log_with_a_torn_header_opens_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = Engine::open(config(dir.path())).unwrap();
+        drop(e);
+    }
+    let log = dir.path().join("catalog.log");
+    let bytes = std::fs::read(&log).unwrap();
+    std::fs::write(&log, &bytes[..13]).unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    e.write("db", &[point("cpu", "a", 1, 1)]).unwrap();
+    assert_eq!(read_all(&e, "db"), vec![("a".into(), 1, Some(1))]);
+}
+
+/// Regression: eight zero bytes at the end of a WAL file (a crash after the file was extended) stopped
+/// start-up instead of being truncated as a torn tail.
+#[test]
+fn a_zero_filled_wal_tail_is_truncated_and_acknowledged_rows_survive() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = Engine::open(config(dir.path())).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        e.write("db", &[point("cpu", "a", 1, 1)]).unwrap();
+    }
+    let wal = std::fs::read_dir(dir.path().join("wal")).unwrap().map(|e| e.unwrap().path()).max().unwrap();
+    let mut bytes = std::fs::read(&wal).unwrap();
+    bytes.extend_from_slice(&[0u8; 4096]);
+    std::fs::write(&wal, bytes).unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    assert_eq!(read_all(&e, "db"), vec![("a".into(), 1, Some(1))]);
+}
+
+/// Regression: a segment written by a newer format version was renamed `*.seg.corrupt` and the server
+/// started without its rows; it must refuse to start, naming the file and the version.
+#[test]
+fn a_segment_of_a_newer_format_version_refuses_start_and_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = Engine::open(config(dir.path())).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        e.write("db", &[point("cpu", "a", 1, 1)]).unwrap();
+        e.flush().unwrap();
+    }
+    let seg = walk(dir.path()).into_iter().find(|p| p.extension().is_some_and(|x| x == "seg")).unwrap();
+    let mut bytes = std::fs::read(&seg).unwrap();
+    bytes[8..12].copy_from_slice(&99u32.to_le_bytes());
+    std::fs::write(&seg, &bytes).unwrap();
+    let err = Engine::open(config(dir.path())).unwrap_err();
+    assert!(matches!(err, Error::UnsupportedVersion { .. }), "{err}");
+    assert!(seg.exists(), "the newer file must not be quarantined");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
+    }
+    out
+}
+
 #[test]
 fn many_flushes_across_partitions_merge_on_read() {
     let dir = tempfile::tempdir().unwrap();
