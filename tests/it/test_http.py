@@ -209,3 +209,30 @@ def test_restart_keeps_everything_acknowledged(make_server):
     s.kill9()
     s = make_server()
     assert s.rows("SELECT count(*) AS n FROM m", "db") == [{"n": 500}]
+
+
+def test_last_rows_table_function_equals_window_query_over_segments_and_memtable(make_server):
+    """last_rows('t', n) reads only each series' newest rows (n = 1 from block statistics); its answer must
+    equal the plain window-function query, for data in segment files and in the memtable at once."""
+    s = make_server()
+    create_db(s)
+    lines = [f"cpu,host=h{h} u={h * 1000 + i}i,f={i / 4} {(i + 1) * 10**9}" for h in range(5) for i in range(300)]
+    assert s.write("db", "\n".join(lines)).status_code == 204
+    s.stop()  # flushes to segment files
+    s = make_server()
+    newer = [f"cpu,host=h{h} u={-i}i {(300 + i + 1) * 10**9}" for h in range(0, 5, 2) for i in range(3)]
+    assert s.write("db", "\n".join(newer)).status_code == 204  # memtable rows for h0, h2, h4 only
+    window = """SELECT host, time, u, f FROM (SELECT *, row_number() OVER (PARTITION BY host ORDER BY time DESC) AS k FROM cpu)
+                WHERE k <= {n} ORDER BY host, time"""
+    for n in (1, 2, 5):
+        got = s.rows(f"SELECT host, time, u, f FROM last_rows('cpu', {n}) ORDER BY host, time", "db")
+        assert got == s.rows(window.format(n=n), "db"), n
+        assert len(got) == 5 * n
+    got = s.rows("SELECT host, u FROM last_rows('cpu', 1) WHERE time < '1970-01-01T00:05:00Z' ORDER BY host", "db")
+    assert got == [{"host": f"h{h}", "u": h * 1000 + 298} for h in range(5)]
+    plan = "\n".join(r["plan"] for r in s.rows("EXPLAIN SELECT * FROM last_rows('cpu', 1)", "db"))
+    assert "last_rows_per_series=1" in plan, plan
+    r = s.sql("SELECT * FROM last_rows('cpu', 0)", "db")
+    assert r.status_code == 400 and "last_rows" in r.json()["error"]
+    r = s.sql("SELECT * FROM last_rows('nope', 1)", "db")
+    assert r.status_code == 400 and "nope" in r.json()["error"]

@@ -115,6 +115,8 @@ impl QueryEngine {
             .with_default_catalog_and_schema(CATALOG_NAME, db.unwrap_or("public"));
         let ctx = SessionContext::new_with_config(config);
         ctx.register_catalog(CATALOG_NAME, Arc::new(provider::SundialCatalog::new(self.engine.clone())));
+        let last_rows = provider::LastRowsFunction::new(self.engine.clone(), db.map(str::to_string));
+        ctx.register_udtf("last_rows", Arc::new(last_rows));
         ctx
     }
 

@@ -96,6 +96,8 @@ pub struct SundialTable {
     /// Parallel to the schema's fields.
     sources: Vec<ColumnSource>,
     tags: HashSet<String>,
+    /// `Some(n)`: the table as `last_rows(name, n)` shows it, the last `n` rows of each series.
+    tail: Option<usize>,
 }
 
 impl SundialTable {
@@ -125,7 +127,7 @@ impl SundialTable {
             sources.push(*src);
         }
         let tags = cols.iter().filter(|(_, s)| matches!(s, ColumnSource::Tag(_))).map(|(n, _)| n.to_string()).collect();
-        SundialTable { engine, db, table: t.id, schema: Arc::new(Schema::new(fields)), sources, tags }
+        SundialTable { engine, db, table: t.id, schema: Arc::new(Schema::new(fields)), sources, tags, tail: None }
     }
 
     pub fn tag_column(&self, name: &str) -> Option<ColId> {
@@ -175,7 +177,7 @@ impl TableProvider for SundialTable {
         let sources: Vec<ColumnSource> = indices.iter().map(|i| self.sources[*i]).collect();
         let series = self.select_series(&p);
         let partitions = state.config().target_partitions().max(1);
-        Ok(Arc::new(ScanExec::new(
+        let scan = ScanExec::new(
             self.engine.clone(),
             self.db,
             self.table,
@@ -185,7 +187,9 @@ impl TableProvider for SundialTable {
             (p.ts_min, p.ts_max),
             partitions,
             limit,
-        )))
+        )
+        .with_tail(self.tail);
+        Ok(Arc::new(scan))
     }
 }
 
@@ -207,5 +211,50 @@ impl SundialTable {
             });
         }
         selected.unwrap_or_else(|| (0..t.series_count() as u32).collect())
+    }
+}
+
+/// Most rows per series `last_rows()` may ask for; beyond, a plain query with a time range is the tool.
+pub const LAST_ROWS_MAX: usize = 100_000;
+
+/// The table function `last_rows('table', n)`: the last `n` rows (by time) of every series of a table
+/// of the session's database, read without scanning the series (see `TailSnapshot` in the storage
+/// crate; `n = 1` is answered from block statistics where it can). Time and tag filters on it apply
+/// before the tail is taken, so `SELECT * FROM last_rows('cpu', 1) WHERE time < X` is the last row
+/// before `X`; other filters apply after.
+#[derive(Debug)]
+pub struct LastRowsFunction {
+    engine: Arc<Engine>,
+    db: Option<String>,
+}
+
+impl LastRowsFunction {
+    pub fn new(engine: Arc<Engine>, db: Option<String>) -> Self {
+        LastRowsFunction { engine, db }
+    }
+}
+
+impl datafusion::catalog::TableFunctionImpl for LastRowsFunction {
+    fn call_with_args(&self, args: datafusion::catalog::TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
+        use datafusion::common::{ScalarValue, plan_err};
+        let usage = "usage: last_rows('table', n) with n from 1 to 100000";
+        let exprs = args.exprs();
+        let (Some(Expr::Literal(name, _)), Some(Expr::Literal(n, _)), 2) = (exprs.first(), exprs.get(1), exprs.len()) else {
+            return plan_err!("{usage}");
+        };
+        let (ScalarValue::Utf8(Some(name)) | ScalarValue::Utf8View(Some(name)) | ScalarValue::LargeUtf8(Some(name))) = name else {
+            return plan_err!("{usage}: the table name must be a string");
+        };
+        let n = match n {
+            ScalarValue::Int64(Some(v)) if *v >= 1 && *v as usize <= LAST_ROWS_MAX => *v as usize,
+            _ => return plan_err!("{usage}: got n = {n}"),
+        };
+        let Some(db_name) = &self.db else { return plan_err!("last_rows() needs a database: pass db=") };
+        let cat = self.engine.catalog();
+        let Some(db) = cat.db(db_name) else { return plan_err!("database not found: {db_name}") };
+        let Some(t) = db.table(name) else { return plan_err!("table '{name}' not found in database '{db_name}'") };
+        let mut table = SundialTable::new(self.engine.clone(), db.id, t);
+        table.tail = Some(n);
+        Ok(Arc::new(table))
     }
 }

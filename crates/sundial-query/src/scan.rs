@@ -22,7 +22,7 @@ use datafusion::physical_plan::{
 };
 use sundial_storage::Engine;
 use sundial_storage::catalog::{ColId, DbId, SeriesId, TableId};
-use sundial_storage::engine::TableSnapshot;
+use sundial_storage::engine::{TableSnapshot, TailSnapshot};
 use sundial_storage::types::{Column, ColumnValues, FieldType};
 
 /// Rows per emitted batch (a batch may exceed it by one series' rows).
@@ -46,6 +46,8 @@ pub struct ScanExec {
     ts_range: (i64, i64),
     partitions: usize,
     limit: Option<usize>,
+    /// Read only the last `n` rows of each series (see `sundial_storage::engine::TailSnapshot`).
+    tail: Option<usize>,
     props: Arc<PlanProperties>,
 }
 
@@ -69,7 +71,13 @@ impl ScanExec {
             EmissionType::Incremental,
             Boundedness::Bounded,
         ));
-        ScanExec { engine, db, table, schema, sources, series, ts_range, partitions, limit, props }
+        ScanExec { engine, db, table, schema, sources, series, ts_range, partitions, limit, tail: None, props }
+    }
+
+    /// Reads only the last `n` rows of each series.
+    pub fn with_tail(mut self, n: Option<usize>) -> Self {
+        self.tail = n;
+        self
     }
 
     fn partition_series(&self, partition: usize) -> &[SeriesId] {
@@ -84,6 +92,9 @@ impl DisplayAs for ScanExec {
         write!(f, "SundialScan: series={}, time=[{lo}, {hi}], partitions={}", self.series.len(), self.partitions)?;
         if let Some(l) = self.limit {
             write!(f, ", limit={l}")?;
+        }
+        if let Some(n) = self.tail {
+            write!(f, ", last_rows_per_series={n}")?;
         }
         Ok(())
     }
@@ -127,7 +138,10 @@ impl ExecutionPlan for ScanExec {
             })
             .collect();
         let (lo, hi) = self.ts_range;
-        let snapshot = self.engine.snapshot(self.db, self.table, &series, lo, hi, &field_cols);
+        let snapshot = match self.tail {
+            Some(n) => Snapshot::Tail(self.engine.snapshot_tail(self.db, self.table, &series, lo, hi, &field_cols, n)),
+            None => Snapshot::Full(self.engine.snapshot(self.db, self.table, &series, lo, hi, &field_cols)),
+        };
         let tag_values = self.tag_values(&series);
         let iter = BatchIter {
             snapshot,
@@ -163,8 +177,22 @@ impl ScanExec {
     }
 }
 
+enum Snapshot {
+    Full(TableSnapshot),
+    Tail(TailSnapshot),
+}
+
+impl Snapshot {
+    fn read_series(&self, s: SeriesId) -> sundial_storage::Result<Option<sundial_storage::rows::SeriesRows>> {
+        match self {
+            Snapshot::Full(snap) => snap.read_series(s),
+            Snapshot::Tail(snap) => snap.read_series(s),
+        }
+    }
+}
+
 struct BatchIter {
-    snapshot: TableSnapshot,
+    snapshot: Snapshot,
     schema: SchemaRef,
     sources: Vec<ColumnSource>,
     field_cols: Vec<(ColId, FieldType)>,

@@ -709,5 +709,8 @@ impl TableSnapshot {
     }
 }
 
+mod tail;
+pub use tail::TailSnapshot;
+
 #[cfg(test)]
 mod tests;

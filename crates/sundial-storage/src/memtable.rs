@@ -63,16 +63,21 @@ impl SeriesBuf {
 
     /// The rows with `ts_min <= ts <= ts_max`, sorted and deduplicated, for the requested columns.
     pub fn read(&self, series: SeriesId, ts_min: i64, ts_max: i64, cols: &[(ColId, FieldType)]) -> SeriesRows {
+        self.read_tail(series, ts_min, ts_max, cols, usize::MAX)
+    }
+
+    /// Like [`SeriesBuf::read`], but only the last `n` of those rows.
+    pub fn read_tail(&self, series: SeriesId, ts_min: i64, ts_max: i64, cols: &[(ColId, FieldType)], n: usize) -> SeriesRows {
         if self.sorted {
-            let start = self.ts.partition_point(|t| *t < ts_min);
             let end = self.ts.partition_point(|t| *t <= ts_max);
+            let start = self.ts.partition_point(|t| *t < ts_min).max(end.saturating_sub(n)).min(end);
             let pick = |(col, _): &(ColId, FieldType)| {
                 self.cols.iter().find(|(c, _)| c == col).map(|(_, c)| c.slice(start..end))
             };
             return SeriesRows { series, ts: self.ts[start..end].to_vec(), cols: cols.iter().map(pick).collect() };
         }
         let sorted = self.sorted_dedup();
-        sorted.read(series, ts_min, ts_max, cols)
+        sorted.read_tail(series, ts_min, ts_max, cols, n)
     }
 
     /// A copy sorted by timestamp with duplicates merged: per column, the last non-null value wins.

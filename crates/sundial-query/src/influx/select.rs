@@ -353,7 +353,11 @@ impl Ctx<'_> {
         let mut select = vec!["CAST(\"time\" AS BIGINT)".to_string()];
         select.extend(tags.iter().map(|t| format!("CAST({} AS VARCHAR)", ident(t))));
         select.extend(field_cols.iter().map(|f| ident(f)));
-        let sql = format!("SELECT {} FROM {}{}", select.join(", "), ident(self.table), self.where_sql(&field_cols));
+        let from = match self.tail_rows(&field_cols) {
+            Some(n) => format!("last_rows({}, {n})", cond::string(self.table)),
+            None => ident(self.table),
+        };
+        let sql = format!("SELECT {} FROM {from}{}", select.join(", "), self.where_sql(&field_cols));
         let rows = self.query(&sql).await?;
 
         let mut groups: BTreeMap<Vec<String>, Vec<RawRow>> = BTreeMap::new();
@@ -406,6 +410,24 @@ impl Ctx<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// For `ORDER BY time DESC LIMIT n [OFFSET m]`: each series needs only its last `n + m` rows, which
+    /// `last_rows()` reads without scanning the series. Exact only when no row a series holds can be
+    /// dropped after the tail is taken: no condition on a field, and every field selected (a stored row
+    /// has at least one field set, so none is dropped for having all selected fields null). Tag
+    /// conditions are fine: they keep or drop whole series.
+    fn tail_rows(&self, field_cols: &[&str]) -> Option<usize> {
+        if !self.s.order_desc {
+            return None;
+        }
+        let limit = self.s.limit.filter(|n| *n > 0)?;
+        let n = usize::try_from(limit.checked_add(self.s.offset.unwrap_or(0))?).ok()?;
+        let every_field = self.info.fields.keys().all(|f| field_cols.contains(&f.as_str()));
+        let field_condition = self.s.condition.as_ref().is_some_and(|c| {
+            c.any(&mut |e| matches!(e, Expr::VarRef { name, data_type } if matches!(self.info.kind(name, *data_type), ColKind::Field(_))))
+        });
+        (every_field && !field_condition && n <= crate::provider::LAST_ROWS_MAX).then_some(n)
     }
 
     // ------------------------------------------------------------------ aggregate
