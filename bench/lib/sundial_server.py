@@ -52,6 +52,8 @@ class Sundial(ServerProcess):
         self.http_port = free_port()
         self.url = f"http://127.0.0.1:{self.http_port}"
         self.data_dirs = [self.root / "data"]
+        # --flush-idle-secs 10: like InfluxDB's shortened cache-snapshot-write-cold-duration in this harness,
+        # so the "settled" disk figure is compressed segments, not the WAL. It fires only after writes stop.
         super().__init__([self.binary, "serve", "--data-dir", self.root / "data",
-                          "--http-addr", f"127.0.0.1:{self.http_port}"],
+                          "--http-addr", f"127.0.0.1:{self.http_port}", "--flush-idle-secs", "10"],
                          self.root / "sundial.log", self.url + "/ping")

@@ -53,6 +53,9 @@ pub struct EngineConfig {
     pub memtable_bytes_max: usize,
     /// Age of the oldest unflushed write that starts a flush. Default 5 minutes.
     pub flush_interval: Duration,
+    /// Time without any write after which the memtable is flushed (InfluxDB's "cache snapshot write cold
+    /// duration"): data at rest ends up compressed in segments and the WAL is emptied. Default 60 s.
+    pub flush_idle: Duration,
     /// Time partition length in nanoseconds. Default one day.
     pub partition_ns: i64,
     /// Frozen memtables waiting for flush before writers stall. Default 2.
@@ -68,6 +71,7 @@ impl EngineConfig {
             wal_sync: SyncPolicy::Batch,
             memtable_bytes_max: limits::MEMTABLE_BYTES_DEFAULT,
             flush_interval: Duration::from_millis(limits::FLUSH_INTERVAL_MS_DEFAULT),
+            flush_idle: Duration::from_millis(limits::FLUSH_IDLE_MS_DEFAULT),
             partition_ns: limits::PARTITION_NS_DEFAULT,
             frozen_max: 2,
             write_stall_timeout: Duration::from_secs(30),
@@ -546,7 +550,11 @@ impl Inner {
     }
 
     fn flush_if_old(&self) -> Result<()> {
-        let old = self.mem.read().active.created.is_some_and(|c| c.elapsed() >= self.config.flush_interval);
+        let old = {
+            let active = &self.mem.read().active;
+            active.created.is_some_and(|c| c.elapsed() >= self.config.flush_interval)
+                || active.last_write.is_some_and(|w| w.elapsed() >= self.config.flush_idle)
+        };
         if old {
             let w = self.write_lock.lock();
             self.freeze(&w)?;

@@ -47,5 +47,8 @@ pub const MEMTABLE_BYTES_DEFAULT: usize = 256 * 1024 * 1024;
 /// Default age after which a memtable is flushed even if it is not full (`storage.flush_interval_ms`).
 pub const FLUSH_INTERVAL_MS_DEFAULT: u64 = 5 * 60 * 1000;
 
+/// Default time without writes after which the memtable is flushed (`storage.flush_idle_ms`).
+pub const FLUSH_IDLE_MS_DEFAULT: u64 = 60 * 1000;
+
 /// Default time partition (`storage.partition_duration`): one day, in nanoseconds.
 pub const PARTITION_NS_DEFAULT: i64 = 24 * 3600 * 1_000_000_000;

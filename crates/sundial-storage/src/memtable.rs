@@ -125,6 +125,8 @@ pub struct MemGen {
     pub rows: u64,
     /// Oldest write in this generation, for the age-based flush.
     pub created: Option<std::time::Instant>,
+    /// Newest write in this generation, for the idle flush.
+    pub last_write: Option<std::time::Instant>,
 }
 
 impl MemGen {
@@ -132,7 +134,9 @@ impl MemGen {
         if b.rows.is_empty() {
             return;
         }
-        self.created.get_or_insert_with(std::time::Instant::now);
+        let now = std::time::Instant::now();
+        self.created.get_or_insert(now);
+        self.last_write = Some(now);
         for (i, r) in b.rows.iter().enumerate() {
             let table = self.tables.entry((b.db, r.table)).or_default();
             let s = table.series.entry(r.series).or_insert_with(SeriesBuf::new);

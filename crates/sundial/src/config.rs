@@ -47,6 +47,10 @@ pub struct ServeArgs {
     #[arg(long, env = "SUNDIAL_FLUSH_INTERVAL_SECS")]
     pub flush_interval_secs: Option<u64>,
 
+    /// Time without writes after which the memtable is flushed to segment files, in seconds. [default: 60]
+    #[arg(long, env = "SUNDIAL_FLUSH_IDLE_SECS")]
+    pub flush_idle_secs: Option<u64>,
+
     /// Time partition length, e.g. `1d`, `12h`, `7d`. [default: 1d]
     #[arg(long, env = "SUNDIAL_PARTITION_DURATION")]
     pub partition_duration: Option<String>,
@@ -112,6 +116,9 @@ impl ServeArgs {
         }
         if let Some(s) = self.flush_interval_secs.or(file.flush_interval_secs) {
             engine.flush_interval = Duration::from_secs(s.max(1));
+        }
+        if let Some(s) = self.flush_idle_secs.or(file.flush_idle_secs) {
+            engine.flush_idle = Duration::from_secs(s.max(1));
         }
         if let Some(d) = self.partition_duration.or(file.partition_duration) {
             engine.partition_ns = parse_duration_ns(&d).context("--partition-duration")?;

@@ -221,3 +221,21 @@ fn a_second_engine_cannot_open_the_same_directory() {
     let err = Engine::open(config(dir.path())).err().unwrap();
     assert!(err.to_string().contains("in use"), "{err}");
 }
+
+#[test]
+fn an_idle_memtable_is_flushed_and_its_wal_emptied() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path());
+    cfg.flush_idle = Duration::from_millis(100);
+    let e = Engine::open(cfg).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    e.write("db", &[point("cpu", "a", 1, 1)]).unwrap();
+    // Polls a condition with a deadline (the flush thread checks every 500 ms): no fixed sleep.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while e.memtable_usage().0 > 0 {
+        assert!(Instant::now() < deadline, "the idle memtable was not flushed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(e.disk_usage().1, 1);
+    assert_eq!(read_all(&e, "db"), vec![("a".into(), 1, Some(1))]);
+}
