@@ -12,10 +12,12 @@ use datafusion::arrow::array::{
 use datafusion::arrow::buffer::{BooleanBuffer, NullBuffer};
 use datafusion::arrow::datatypes::{Int32Type, SchemaRef};
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{DataFusionError, Result};
+use datafusion::common::stats::Precision;
+use datafusion::common::{ColumnStatistics, DataFusionError, Result, ScalarValue, Statistics};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::statistics::StatisticsArgs;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties, SendableRecordBatchStream,
@@ -23,7 +25,7 @@ use datafusion::physical_plan::{
 use sundial_storage::Engine;
 use sundial_storage::catalog::{ColId, DbId, SeriesId, TableId};
 use sundial_storage::engine::{TableSnapshot, TailSnapshot};
-use sundial_storage::types::{Column, ColumnValues, FieldType};
+use sundial_storage::types::{Column, ColumnValues, FieldType, Value};
 
 /// Rows per emitted batch (a batch may exceed it by one series' rows).
 pub const BATCH_ROWS: usize = 8192;
@@ -49,6 +51,8 @@ pub struct ScanExec {
     /// Read only the last `n` rows of each series (see `sundial_storage::engine::TailSnapshot`).
     tail: Option<usize>,
     props: Arc<PlanProperties>,
+    /// Exact statistics of the whole scan, computed once when an optimizer rule first asks.
+    stats: std::sync::OnceLock<Arc<Statistics>>,
 }
 
 impl ScanExec {
@@ -71,7 +75,8 @@ impl ScanExec {
             EmissionType::Incremental,
             Boundedness::Bounded,
         ));
-        ScanExec { engine, db, table, schema, sources, series, ts_range, partitions, limit, tail: None, props }
+        let stats = std::sync::OnceLock::new();
+        ScanExec { engine, db, table, schema, sources, series, ts_range, partitions, limit, tail: None, props, stats }
     }
 
     /// Reads only the last `n` rows of each series.
@@ -124,6 +129,16 @@ impl ExecutionPlan for ScanExec {
         Ok(self)
     }
 
+    /// Exact statistics from block footers and memtables when storage can give them (whole blocks, no
+    /// overlapping sources): DataFusion then answers `count`, `min` and `max` without a `GROUP BY` from
+    /// them and never runs the scan. Unknown otherwise, and per partition.
+    fn statistics_from_inputs(&self, _inputs: &[Arc<Statistics>], args: &StatisticsArgs) -> Result<Arc<Statistics>> {
+        if args.partition().is_some() || self.limit.is_some() || self.tail.is_some() {
+            return Ok(Arc::new(Statistics::new_unknown(&self.schema)));
+        }
+        Ok(self.stats.get_or_init(|| Arc::new(self.exact_statistics().unwrap_or_else(|| Statistics::new_unknown(&self.schema)))).clone())
+    }
+
     fn execute(&self, partition: usize, _context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         if partition >= self.partitions {
             return Err(DataFusionError::Internal(format!("SundialScan has no partition {partition}")));
@@ -158,6 +173,46 @@ impl ExecutionPlan for ScanExec {
 }
 
 impl ScanExec {
+    fn exact_statistics(&self) -> Option<Statistics> {
+        let field_cols: Vec<(ColId, FieldType)> = self
+            .sources
+            .iter()
+            .filter_map(|s| match s {
+                ColumnSource::Field(c, t) => Some((*c, *t)),
+                _ => None,
+            })
+            .collect();
+        let (lo, hi) = self.ts_range;
+        let summary = self.engine.summarize(self.db, self.table, &self.series, lo, hi, &field_cols)?;
+        let rows = usize::try_from(summary.rows).ok()?;
+        let cat = self.engine.catalog();
+        let t = cat.db_by_id(self.db)?.table_by_id(self.table)?;
+        let mut fields = summary.cols.into_iter();
+        let mut columns = Vec::with_capacity(self.sources.len());
+        for s in &self.sources {
+            let c = ColumnStatistics::new_unknown();
+            columns.push(match s {
+                ColumnSource::Time => c.with_null_count(Precision::Exact(0)),
+                ColumnSource::Tag(col) => {
+                    let lacking: u64 =
+                        summary.series_rows.iter().filter(|(sid, _)| t.series_tag_value(*sid, *col).is_none()).map(|(_, n)| n).sum();
+                    c.with_null_count(Precision::Exact(usize::try_from(lacking).ok()?))
+                }
+                ColumnSource::Field(_, ty) => {
+                    let f = fields.next()?;
+                    let scalar = |v: Option<Value>| match v {
+                        Some(v) => Precision::Exact(value_scalar(*ty, v)),
+                        None => Precision::Absent,
+                    };
+                    c.with_null_count(Precision::Exact(rows - usize::try_from(f.count).ok()?))
+                        .with_min_value(scalar(f.min))
+                        .with_max_value(scalar(f.max))
+                }
+            });
+        }
+        Some(Statistics { num_rows: Precision::Exact(rows), total_byte_size: Precision::Absent, column_statistics: columns })
+    }
+
     /// For each series, the value of each projected tag column.
     fn tag_values(&self, series: &[SeriesId]) -> Vec<Vec<Option<Arc<str>>>> {
         let cat = self.engine.catalog();
@@ -286,6 +341,17 @@ fn tag_array(dict: Vec<Option<Arc<str>>>, keys: Vec<i32>) -> Result<ArrayRef> {
     let keys = Int32Array::new(keys.into(), nulls);
     let values = StringArray::from_iter(dict.iter().map(|v| Some(v.as_deref().unwrap_or(""))));
     Ok(Arc::new(DictionaryArray::<Int32Type>::try_new(keys, Arc::new(values))?))
+}
+
+fn value_scalar(ty: FieldType, v: Value) -> ScalarValue {
+    match (ty, v) {
+        (FieldType::Float, Value::Float(x)) => ScalarValue::Float64(Some(x)),
+        (FieldType::Integer, Value::Integer(x)) => ScalarValue::Int64(Some(x)),
+        (FieldType::UInteger, Value::UInteger(x)) => ScalarValue::UInt64(Some(x)),
+        (FieldType::Boolean, Value::Boolean(x)) => ScalarValue::Boolean(Some(x)),
+        (FieldType::String, Value::String(x)) => ScalarValue::Utf8(Some(x)),
+        _ => ScalarValue::Null,
+    }
 }
 
 pub fn column_to_array(c: Column) -> ArrayRef {

@@ -717,7 +717,9 @@ impl TableSnapshot {
     }
 }
 
+mod summary;
 mod tail;
+pub use summary::{ColumnSummary, RangeSummary};
 pub use tail::TailSnapshot;
 
 #[cfg(test)]

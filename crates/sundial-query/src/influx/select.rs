@@ -468,7 +468,15 @@ impl Ctx<'_> {
             select.push(e.clone());
             group_by.push(e);
         }
-        select.push("count(*)".into());
+        // Which groups exist. With GROUP BY, a group exists if a row has one of the fields set (the WHERE
+        // below keeps only such rows). Without, there is one group, and it exists if one of the fields has
+        // a value: counting them, with no row filter, keeps the query answerable from block statistics.
+        let guard_start = select.len();
+        if group_by.is_empty() {
+            select.extend(fields_used.iter().map(|f| format!("count({})", ident(f))));
+        } else {
+            select.push("count(*)".into());
+        }
         let first_agg = select.len();
         // Rows of several series sharing a timestamp: first() takes the lowest series key, last() the
         // highest (as InfluxDB, whose iterators merge series in key order). Ordering by the tags not
@@ -486,7 +494,8 @@ impl Ctx<'_> {
             select.extend(c.sql(single_selector, &tie_tags));
         }
         let select: Vec<String> = select.into_iter().enumerate().map(|(i, e)| format!("{e} AS \"_c{i}\"")).collect();
-        let mut sql = format!("SELECT {} FROM {}{}", select.join(", "), ident(self.table), self.where_sql(&fields_used));
+        let set_fields: &[&str] = if group_by.is_empty() { &[] } else { &fields_used };
+        let mut sql = format!("SELECT {} FROM {}{}", select.join(", "), ident(self.table), self.where_sql(set_fields));
         if !group_by.is_empty() {
             sql.push_str(&format!(" GROUP BY {}", group_by.join(", ")));
         }
@@ -496,8 +505,8 @@ impl Ctx<'_> {
         type Buckets = BTreeMap<i64, (Vec<Cell>, Option<i64>)>;
         let mut groups: BTreeMap<Vec<String>, Buckets> = BTreeMap::new();
         for row in rows {
-            if matches!(row[first_agg - 1], Cell::Integer(0)) {
-                continue; // an aggregate without GROUP BY over no rows
+            if row[guard_start..first_agg].iter().all(|c| matches!(c, Cell::Integer(0))) {
+                continue; // no value of any field: the group does not exist
             }
             let key: Vec<String> = self
                 .group_tags

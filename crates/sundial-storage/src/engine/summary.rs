@@ -1,0 +1,250 @@
+//! Exact summaries of a time range (row count; per column non-null count, min, max) without decoding.
+//!
+//! Segment blocks fully inside the range contribute their footer statistics; memtable rows are counted in
+//! place. A summary is only given when it is exact: every block of a selected series that touches the
+//! range lies wholly inside it, no memtable buffer needs sorting, and no two sources of one series overlap
+//! in time (overlapping sources may hold the same row twice, which only the last-write-wins merge
+//! resolves). Otherwise the answer is `None` and the caller reads the data. This is what lets a query
+//! engine answer `count`, `min` and `max` over whole blocks from the footers alone.
+
+use super::Engine;
+use crate::catalog::{ColId, DbId, SeriesId, TableId};
+use crate::segment::stat_value;
+use crate::types::{ColumnValues, FieldType, Value};
+
+/// One column of a [`RangeSummary`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ColumnSummary {
+    /// Rows where the column is not null.
+    pub count: u64,
+    /// Smallest and largest non-null value; `None` when the column has none, and always for strings
+    /// (blocks keep no string value statistics).
+    pub min: Option<Value>,
+    pub max: Option<Value>,
+}
+
+/// Rows of the selected series in a range, and a [`ColumnSummary`] per requested column.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RangeSummary {
+    pub rows: u64,
+    /// Rows per series (series without rows in the range are absent), for per-series facts such as tags.
+    pub series_rows: Vec<(SeriesId, u64)>,
+    pub cols: Vec<ColumnSummary>,
+}
+
+impl Engine {
+    /// The exact summary of `series` in `[ts_min, ts_max]` for `cols`, or `None` if it cannot be known
+    /// without reading rows (see the module doc).
+    pub fn summarize(
+        &self,
+        db: DbId,
+        table: TableId,
+        series: &[SeriesId],
+        ts_min: i64,
+        ts_max: i64,
+        cols: &[(ColId, FieldType)],
+    ) -> Option<RangeSummary> {
+        let mem = self.inner.mem.read();
+        let segments = self.inner.segments.read();
+        let segs = segments.get(&(db, table)).map(Vec::as_slice).unwrap_or(&[]);
+        let mut acc = Acc { rows: 0, series_rows: Vec::new(), cols: cols.iter().map(|_| Col::default()).collect() };
+        let mems: Vec<&crate::memtable::MemGen> = mem.frozen.iter().map(|f| &f.memtable).chain([&mem.active]).collect();
+        for &s in series {
+            // Time spans of this series' sources, to prove they are disjoint.
+            let mut spans: Vec<(i64, i64)> = Vec::new();
+            let before = acc.rows;
+            for seg in segs {
+                for b in seg.series_blocks(s) {
+                    if b.ts_max < ts_min || b.ts_min > ts_max {
+                        continue;
+                    }
+                    if b.ts_min < ts_min || b.ts_max > ts_max {
+                        return None; // cut by the range: only decoding can tell
+                    }
+                    spans.push((b.ts_min, b.ts_max));
+                    acc.rows += u64::from(b.n_rows);
+                    for ((col, ty), c) in cols.iter().zip(&mut acc.cols) {
+                        let Some(m) = b.col(*col).filter(|m| m.ty == *ty && m.stats.count > 0) else { continue };
+                        c.count += u64::from(m.stats.count);
+                        if *ty != FieldType::String {
+                            c.add(stat_value(*ty, m.stats.min)?, stat_value(*ty, m.stats.max)?);
+                        }
+                    }
+                }
+            }
+            for m in &mems {
+                let Some(buf) = m.tables.get(&(db, table)).and_then(|t| t.series.get(&s)) else { continue };
+                if !buf.sorted {
+                    return None;
+                }
+                let start = buf.ts.partition_point(|t| *t < ts_min);
+                let end = buf.ts.partition_point(|t| *t <= ts_max);
+                if start == end {
+                    continue;
+                }
+                spans.push((buf.ts[start], buf.ts[end - 1]));
+                acc.rows += (end - start) as u64;
+                for ((col, _), c) in cols.iter().zip(&mut acc.cols) {
+                    if let Some((_, column)) = buf.cols.iter().find(|(id, _)| id == col) {
+                        c.add_rows(&column.values, &column.validity[start..end], start);
+                    }
+                }
+            }
+            spans.sort_unstable();
+            if spans.windows(2).any(|w| w[1].0 <= w[0].1) {
+                return None;
+            }
+            if acc.rows > before {
+                acc.series_rows.push((s, acc.rows - before));
+            }
+        }
+        let cols = acc.cols.into_iter().map(|c| ColumnSummary { count: c.count, min: c.min, max: c.max }).collect();
+        Some(RangeSummary { rows: acc.rows, series_rows: acc.series_rows, cols })
+    }
+}
+
+struct Acc {
+    rows: u64,
+    series_rows: Vec<(SeriesId, u64)>,
+    cols: Vec<Col>,
+}
+
+#[derive(Default)]
+struct Col {
+    count: u64,
+    min: Option<Value>,
+    max: Option<Value>,
+}
+
+impl Col {
+    fn add(&mut self, min: Value, max: Value) {
+        if self.min.as_ref().is_none_or(|m| less(&min, m)) {
+            self.min = Some(min);
+        }
+        if self.max.as_ref().is_none_or(|m| less(m, &max)) {
+            self.max = Some(max);
+        }
+    }
+
+    /// Folds in the valid values of `values[offset..offset + valid.len()]`.
+    fn add_rows(&mut self, values: &ColumnValues, valid: &[bool], offset: usize) {
+        let n = valid.iter().filter(|v| **v).count();
+        self.count += n as u64;
+        if n == 0 {
+            return;
+        }
+        let idx = || valid.iter().enumerate().filter(|(_, v)| **v).map(|(i, _)| i + offset);
+        let (lo, hi) = match values {
+            ColumnValues::Float(v) => {
+                let it = idx().map(|i| v[i]);
+                (Value::Float(it.clone().fold(f64::INFINITY, f64::min)), Value::Float(it.fold(f64::NEG_INFINITY, f64::max)))
+            }
+            ColumnValues::Integer(v) => {
+                let it = idx().map(|i| v[i]);
+                (Value::Integer(it.clone().min().unwrap_or(0)), Value::Integer(it.max().unwrap_or(0)))
+            }
+            ColumnValues::UInteger(v) => {
+                let it = idx().map(|i| v[i]);
+                (Value::UInteger(it.clone().min().unwrap_or(0)), Value::UInteger(it.max().unwrap_or(0)))
+            }
+            ColumnValues::Boolean(v) => {
+                let it = idx().map(|i| v[i]);
+                (Value::Boolean(it.clone().all(|b| b)), Value::Boolean(it.into_iter().any(|b| b)))
+            }
+            ColumnValues::String(_) => return,
+        };
+        self.add(lo, hi);
+    }
+}
+
+fn less(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Float(x), Value::Float(y)) => x < y,
+        (Value::Integer(x), Value::Integer(y)) => x < y,
+        (Value::UInteger(x), Value::UInteger(y)) => x < y,
+        (Value::Boolean(x), Value::Boolean(y)) => !x & y,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::engine::{EngineConfig, WritePoint};
+
+    #[test]
+    fn summaries_equal_what_reading_the_rows_gives_or_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Engine::open(EngineConfig::new(dir.path())).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        let write = |from: i64, to: i64| {
+            let points: Vec<WritePoint> = (from..to)
+                .flat_map(|i| {
+                    ["a", "b"].into_iter().map(move |h| {
+                        let mut fields = vec![("v", Value::Integer((i * 37) % 101 - 50))];
+                        if i % 4 == 0 {
+                            fields.push(("f", Value::Float(i as f64 * 0.5)));
+                        }
+                        WritePoint { line: 1, table: "cpu", tags: vec![("host", h)], fields, ts: i }
+                    })
+                })
+                .collect();
+            e.write("db", &points).unwrap();
+        };
+        write(0, 100);
+        e.flush().unwrap();
+        write(100, 150); // memtable, disjoint from the segment
+        let (db, t, cols, series) = {
+            let cat = e.catalog();
+            let d = cat.db("db").unwrap();
+            let t = d.table("cpu").unwrap();
+            let cols = vec![(t.column("v").unwrap().id, FieldType::Integer), (t.column("f").unwrap().id, FieldType::Float)];
+            (d.id, t.id, cols, (0..t.series_count() as u32).collect::<Vec<_>>())
+        };
+        // Reference from the rows themselves.
+        let reference = |lo: i64, hi: i64| {
+            let snap = e.snapshot(db, t, &series, lo, hi, &cols);
+            let mut rows = 0u64;
+            let mut per_col: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+            for s in &series {
+                let Some(r) = snap.read_series(*s).unwrap() else { continue };
+                rows += r.len() as u64;
+                for (i, c) in r.cols.iter().enumerate() {
+                    let vals = per_col.entry(i).or_default();
+                    if let Some(c) = c {
+                        for j in 0..c.len() {
+                            match c.get(j) {
+                                Some(Value::Integer(x)) => vals.push(x as f64),
+                                Some(Value::Float(x)) => vals.push(x),
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+            }
+            (rows, per_col)
+        };
+        let as_f64 = |v: &Option<Value>| match v {
+            Some(Value::Integer(x)) => Some(*x as f64),
+            Some(Value::Float(x)) => Some(*x),
+            _ => None,
+        };
+        for (lo, hi) in [(i64::MIN, i64::MAX), (0, 149), (-5, 120), (100, 149)] {
+            let got = e.summarize(db, t, &series, lo, hi, &cols).expect("whole blocks and disjoint sources");
+            let (rows, per_col) = reference(lo, hi);
+            assert_eq!(got.rows, rows, "[{lo}, {hi}]");
+            for (i, c) in got.cols.iter().enumerate() {
+                let vals = &per_col[&i];
+                assert_eq!(c.count, vals.len() as u64);
+                assert_eq!(as_f64(&c.min), vals.iter().copied().reduce(f64::min));
+                assert_eq!(as_f64(&c.max), vals.iter().copied().reduce(f64::max));
+            }
+        }
+        // A range cutting the flushed block, and overlapping sources, are refused.
+        assert_eq!(e.summarize(db, t, &series, 50, 149, &cols), None);
+        write(90, 95); // overwrites rows of the segment from the memtable
+        assert_eq!(e.summarize(db, t, &series, i64::MIN, i64::MAX, &cols), None);
+    }
+}
