@@ -9,10 +9,11 @@
 //! the same entries travel in WAL records (so a crash loses nothing) and are appended to `catalog.log`
 //! when the rows that needed them are flushed (see `catalog_log.rs`).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 
+use crate::FastMap as HashMap;
 use crate::error::{Error, Result};
 use crate::limits;
 use crate::types::FieldType;
@@ -111,7 +112,7 @@ enum SeriesIds {
 
 fn hash_tagset(tags: &[(ColId, u32)]) -> u64 {
     // A fixed-key hasher: the value only has to be stable within one process.
-    let mut h = std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().build_hasher();
+    let mut h = foldhash::fast::FixedState::default().build_hasher();
     for (c, v) in tags {
         h.write_u16(*c);
         h.write_u32(*v);
@@ -125,10 +126,10 @@ impl TableCatalog {
             id,
             name: Arc::from(name),
             columns: Vec::new(),
-            by_name: HashMap::new(),
+            by_name: HashMap::default(),
             dicts: Vec::new(),
             series: Vec::new(),
-            series_by_hash: HashMap::new(),
+            series_by_hash: HashMap::default(),
         }
     }
 
@@ -317,8 +318,8 @@ impl Catalog {
                     return Ok(());
                 }
                 let name: Arc<str> = Arc::from(name.as_str());
-                let tables = HashMap::new();
-                let c = DbCatalog { id: *db, name: name.clone(), retention_ns: *retention_ns, tables, by_name: HashMap::new() };
+                let tables = HashMap::default();
+                let c = DbCatalog { id: *db, name: name.clone(), retention_ns: *retention_ns, tables, by_name: HashMap::default() };
                 self.dbs.insert(*db, c);
                 self.by_name.insert(name, *db);
             }

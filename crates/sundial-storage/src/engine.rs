@@ -471,7 +471,23 @@ impl Inner {
         let mut batch = WriteBatch::new(db_id);
         let mut rejected = Vec::new();
         let mut field_types: Vec<(&str, FieldType)> = Vec::new();
-        for p in points {
+        // Rows of a series already resolved in this request skip the per-name catalog lookups: one hash of
+        // (table, tags) finds the series, and a field set equal to the previous row's (names and types;
+        // TSBS and most agents send the same fields every row) reuses its column ids. Both only repeat
+        // answers the catalog gave for identical names, so a conflict still takes the full path below.
+        let mut known: crate::FastMap<(&str, &[(&str, &str)]), (TableId, SeriesId)> = crate::FastMap::default();
+        let mut last_fields: Option<(TableId, Vec<(ColId, FieldType)>, usize)> = None;
+        for (i, p) in points.iter().enumerate() {
+            if let (Some(&(table, series)), Some((t, cols, prev))) = (known.get(&(p.table, &p.tags[..])), &last_fields) {
+                let prev = &points[*prev].fields;
+                let same = *t == table
+                    && prev.len() == p.fields.len()
+                    && prev.iter().zip(&p.fields).all(|((a, va), (b, vb))| a == b && va.field_type() == vb.field_type());
+                if same {
+                    batch.push_row(table, series, p.ts, cols.iter().zip(&p.fields).map(|((col, _), (_, v))| (*col, v.clone())));
+                    continue;
+                }
+            }
             field_types.clear();
             field_types.extend(p.fields.iter().map(|(k, v)| (*k, v.field_type())));
             let db_cat = guard.db_by_id(db_id).ok_or_else(|| Error::internal("database vanished under write lock"))?;
@@ -490,6 +506,8 @@ impl Inner {
                 Ok(r) => {
                     let values = r.fields.iter().zip(&p.fields).map(|((col, _), (_, v))| (*col, v.clone()));
                     batch.push_row(r.table, r.series, p.ts, values);
+                    known.insert((p.table, &p.tags[..]), (r.table, r.series));
+                    last_fields = Some((r.table, r.fields, i));
                 }
                 Err(e) if e.is_user_error() => rejected.push((p.line, e)),
                 Err(e) => return Err(e),

@@ -33,4 +33,9 @@ pub mod types;
 pub mod wal;
 
 pub use engine::{Engine, EngineConfig};
+
+/// The hash maps of the write path (catalog names, tag values, memtables). foldhash is several times
+/// faster than std's SipHash on short keys, and its per-process random seed keeps tag values sent by a
+/// client from being chosen to collide.
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 pub use error::{Error, Result};

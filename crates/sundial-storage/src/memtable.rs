@@ -5,8 +5,8 @@
 //! and merges duplicates (last write wins per column). The flush does the same once, when it writes the
 //! series out.
 
-use std::collections::HashMap;
 
+use crate::FastMap as HashMap;
 use crate::batch::WriteBatch;
 use crate::catalog::{ColId, DbId, SeriesId, TableId};
 use crate::rows::SeriesRows;
