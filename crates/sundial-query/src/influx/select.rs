@@ -457,10 +457,11 @@ impl Ctx<'_> {
         let mut select: Vec<String> = Vec::new();
         let mut group_by: Vec<String> = Vec::new();
         let present_tags: Vec<&String> = self.group_tags.iter().filter(|t| self.info.tags.contains(*t)).collect();
+        // Group on the dictionary-encoded tag itself (no string per row); a series without the tag groups
+        // under NULL, which reads as '' below, as InfluxDB has it.
         for t in &present_tags {
-            let e = format!("coalesce(CAST({} AS VARCHAR), '')", ident(t));
-            select.push(e.clone());
-            group_by.push(e);
+            select.push(ident(t));
+            group_by.push(ident(t));
         }
         if let Some((interval, offset)) = self.bucket {
             let t = "CAST(\"time\" AS BIGINT)";
