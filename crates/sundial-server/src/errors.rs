@@ -17,7 +17,8 @@ pub fn storage_status(e: &StorageError) -> StatusCode {
         StorageError::InvalidName { .. }
         | StorageError::FieldTypeConflict { .. }
         | StorageError::ColumnKindConflict { .. }
-        | StorageError::LimitExceeded { .. } => StatusCode::BAD_REQUEST,
+        | StorageError::LimitExceeded { .. }
+        | StorageError::InvalidArgument { .. } => StatusCode::BAD_REQUEST,
         StorageError::Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
         StorageError::Io { .. }
         | StorageError::Corrupt { .. }

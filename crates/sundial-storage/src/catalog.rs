@@ -46,6 +46,8 @@ pub enum CatalogEntry {
     AddColumn { db: DbId, table: TableId, col: ColId, name: String, kind: ColumnKind },
     AddSeries { db: DbId, table: TableId, series: SeriesId, tags: Vec<(ColId, String)> },
     SetRetention { db: DbId, retention_ns: i64 },
+    /// A delete (see [`crate::tombstone`]). The catalog itself ignores it; the engine keeps tombstones.
+    Tombstone(crate::tombstone::Tombstone),
 }
 
 /// Interned values of one tag column and, for each value, the series that carry it (ascending ids).
@@ -334,6 +336,7 @@ impl Catalog {
                     c.retention_ns = *retention_ns;
                 }
             }
+            CatalogEntry::Tombstone(_) => {}
             CatalogEntry::CreateTable { db, table, name } => {
                 self.next_table = self.next_table.max(table + 1);
                 let Some(c) = self.dbs.get_mut(db) else { return Ok(()) };

@@ -11,17 +11,22 @@
 //! 5 AddColumn    db table col:u16 kind:u8 (0 = tag, else FieldType) name
 //! 6 AddSeries    db table series n:uvarint (col:u16 value)*n
 //! 7 SetRetention db retention_ns:i64
+//! 8 Tombstone    id:u64 db table all:u8 [all = 0: n:uvarint series:uvarint*n (ascending)]
+//!                ts_min:i64 ts_max:i64 gen:u64 wal_seq:u64
 //! ```
+//! Kind 8 was added with segment format 2 (storage v2); the log's own version stays 1 because the
+//! change only adds a kind: an older build meets it as "a checksummed catalog record does not decode".
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::catalog::{CatalogEntry, ColumnKind};
-use crate::encoding::{Reader, put_i64, put_str, put_u8, put_u16, put_u32, put_uvarint};
+use crate::tombstone::Tombstone;
+use crate::encoding::{Reader, put_i64, put_str, put_u8, put_u16, put_u32, put_u64, put_uvarint};
 use crate::error::{Error, Result};
 use crate::frame;
-use crate::limits::{CATALOG_RECORD_BYTES_MAX, COLUMNS_PER_TABLE_MAX, NAME_BYTES_MAX};
+use crate::limits::{CATALOG_RECORD_BYTES_MAX, COLUMNS_PER_TABLE_MAX, NAME_BYTES_MAX, TOMBSTONE_SERIES_MAX};
 use crate::types::FieldType;
 
 pub const MAGIC: &[u8; 8] = b"SDCATLOG";
@@ -77,6 +82,26 @@ pub fn encode_entry(out: &mut Vec<u8>, e: &CatalogEntry) {
             put_u32(out, *db);
             put_i64(out, *retention_ns);
         }
+        CatalogEntry::Tombstone(t) => {
+            put_u8(out, 8);
+            put_u64(out, t.id);
+            put_u32(out, t.db);
+            put_u32(out, t.table);
+            match &t.series {
+                None => put_u8(out, 1),
+                Some(s) => {
+                    put_u8(out, 0);
+                    put_uvarint(out, s.len() as u64);
+                    for id in s {
+                        put_uvarint(out, u64::from(*id));
+                    }
+                }
+            }
+            put_i64(out, t.ts_min);
+            put_i64(out, t.ts_max);
+            put_u64(out, t.generation);
+            put_u64(out, t.wal_seq);
+        }
     }
 }
 
@@ -106,6 +131,23 @@ pub fn decode_entry(r: &mut Reader<'_>) -> Option<CatalogEntry> {
             CatalogEntry::AddSeries { db, table, series, tags }
         }
         7 => CatalogEntry::SetRetention { db: r.u32()?, retention_ns: r.i64()? },
+        8 => {
+            let (id, db, table) = (r.u64()?, r.u32()?, r.u32()?);
+            let series = match r.u8()? {
+                1 => None,
+                0 => {
+                    let n = r.len(TOMBSTONE_SERIES_MAX.min(r.remaining()))?;
+                    let ids = (0..n).map(|_| u32::try_from(r.uvarint()?).ok()).collect::<Option<Vec<_>>>()?;
+                    if !ids.windows(2).all(|w| w[0] < w[1]) {
+                        return None;
+                    }
+                    Some(ids)
+                }
+                _ => return None,
+            };
+            let (ts_min, ts_max, generation, wal_seq) = (r.i64()?, r.i64()?, r.u64()?, r.u64()?);
+            CatalogEntry::Tombstone(Tombstone { id, db, table, series, ts_min, ts_max, generation, wal_seq })
+        }
         _ => return None,
     })
 }
@@ -213,6 +255,8 @@ mod tests {
             },
             CatalogEntry::AddSeries { db: 3, table: 9, series: 0, tags: vec![(0, "h é".into())] },
             CatalogEntry::SetRetention { db: 3, retention_ns: 99 },
+            CatalogEntry::Tombstone(Tombstone { id: 1, db: 3, table: 9, series: None, ts_min: -5, ts_max: 5, generation: 2, wal_seq: 7 }),
+            CatalogEntry::Tombstone(Tombstone { id: 2, db: 3, table: 9, series: Some(vec![0, 300]), ts_min: i64::MIN, ts_max: i64::MAX, generation: 0, wal_seq: 1 }),
             CatalogEntry::DropTable { db: 3, table: 9 },
             CatalogEntry::DropDb { db: 3 },
         ]

@@ -5,7 +5,8 @@
 //! <data>/LOCK                      held (flock) while an engine has the directory open
 //! <data>/catalog.log               catalog entries (catalog_log.rs)
 //! <data>/wal/<first_seq>.wal       write-ahead log files (wal.rs)
-//! <data>/db<id>/p<start_ns>/t<table>-g<generation>.seg    segment files (segment.rs)
+//! <data>/db<id>/p<start_ns>/t<table>-g<gen_min>-<gen_max>.seg    segment files (segment.rs; format
+//!                                  version 1 named them t<table>-g<generation>.seg)
 //! ```
 //!
 //! Concurrency: writers are serialised by `write_lock` (resolve names, append to the WAL, apply to the
@@ -21,6 +22,15 @@
 //! 5. delete the WAL files before the rotation point.
 //! A crash before 5 replays the WAL over segments that may already hold the same rows: replay re-applies
 //! identical values, and last-write-wins makes the duplicates harmless until compaction removes them.
+//!
+//! Storage v2 adds, each with its own section in `engine/maintenance.rs`:
+//! - **compaction** ([`crate::compaction`]): background merges of a partition's files, and
+//!   [`Engine::compact_now`];
+//! - **retention**: partitions wholly older than `now − retention` are deleted
+//!   ([`Engine::enforce_retention_now`], and every `retention_check_interval` on the flush thread);
+//!   reads never return rows older than `now − retention`, wherever they are;
+//! - **deletes** ([`Engine::delete`], [`Engine::drop_series`]): durable tombstones
+//!   ([`crate::tombstone`]) honoured by reads at once and applied by compaction.
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -39,7 +49,8 @@ use crate::error::{Error, Result};
 use crate::limits;
 use crate::memtable::MemGen;
 use crate::rows::{self, SeriesRows};
-use crate::segment::{PartitionedWriter, Segment};
+use crate::segment::{PartitionedWriter, Segment, is_canonical_name};
+use crate::tombstone::{self, Tombstone};
 use crate::types::{FieldType, Value};
 use crate::wal::{self, SyncPolicy, Wal};
 
@@ -62,6 +73,44 @@ pub struct EngineConfig {
     pub frozen_max: usize,
     /// How long a stalled writer waits for the flush before its write is refused. Default 30 s.
     pub write_stall_timeout: Duration,
+    /// Background compaction threads, also the bound on concurrent compactions (at least one is always
+    /// allowed, for [`Engine::compact_now`]). 0 disables background compaction (tests drive it
+    /// themselves). Default [`limits::COMPACTIONS_CONCURRENT_DEFAULT`], at most
+    /// [`limits::COMPACTIONS_CONCURRENT_MAX`].
+    pub compaction_threads: usize,
+    /// How often the flush thread drops partitions past retention. Default 60 s
+    /// ([`limits::RETENTION_CHECK_MS_DEFAULT`]).
+    pub retention_check_interval: Duration,
+    /// The wall clock, for retention. Default: the system clock; tests use [`Clock::manual`].
+    pub clock: Clock,
+}
+
+/// Where the engine reads the time (nanoseconds since the Unix epoch).
+#[derive(Clone)]
+pub struct Clock(Arc<dyn Fn() -> i64 + Send + Sync>);
+
+impl Clock {
+    pub fn system() -> Clock {
+        Clock(Arc::new(|| {
+            let d = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+            i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
+        }))
+    }
+
+    /// A clock that reads `now`; the test moves time by storing into it.
+    pub fn manual(now: Arc<std::sync::atomic::AtomicI64>) -> Clock {
+        Clock(Arc::new(move || now.load(Ordering::SeqCst)))
+    }
+
+    pub fn now_ns(&self) -> i64 {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Clock(now={})", self.now_ns())
+    }
 }
 
 impl EngineConfig {
@@ -75,6 +124,9 @@ impl EngineConfig {
             partition_ns: limits::PARTITION_NS_DEFAULT,
             frozen_max: 2,
             write_stall_timeout: Duration::from_secs(30),
+            compaction_threads: limits::COMPACTIONS_CONCURRENT_DEFAULT,
+            retention_check_interval: Duration::from_millis(limits::RETENTION_CHECK_MS_DEFAULT),
+            clock: Clock::system(),
         }
     }
 }
@@ -117,6 +169,7 @@ struct MemState {
 }
 
 type SegmentSet = HashMap<(DbId, TableId), Vec<Arc<Segment>>>;
+type TombstoneSet = HashMap<(DbId, TableId), Vec<Arc<Tombstone>>>;
 
 struct Inner {
     config: EngineConfig,
@@ -133,11 +186,18 @@ struct Inner {
     flush_cv: Condvar,
     shutdown: AtomicBool,
     poisoned: Mutex<Option<String>>,
+    /// Live tombstones per table. Lock order: `mem` before `tombstones` (a delete changes the active
+    /// memtable and publishes its tombstone under both, so a snapshot sees both or neither).
+    tombstones: RwLock<TombstoneSet>,
+    next_tombstone_id: AtomicU64,
+    compaction: maintenance::CompactionState,
+    last_retention_run: Mutex<Instant>,
 }
 
 pub struct Engine {
     inner: Arc<Inner>,
     flusher: Option<JoinHandle<()>>,
+    compactors: Vec<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -172,7 +232,21 @@ impl Engine {
             catalog.apply(e)?;
         }
         let segments = load_segments(&dir, &catalog)?;
-        let max_gen = segments.values().flatten().map(|s| s.id.generation).max().unwrap_or(0);
+        let mut tombstones = TombstoneSet::new();
+        for e in &entries {
+            if let CatalogEntry::Tombstone(t) = e {
+                tombstones.entry((t.db, t.table)).or_default().push(Arc::new(t.clone()));
+            }
+        }
+        let max_tombstone_id = tombstones.values().flatten().map(|t| t.id).max().unwrap_or(0);
+        // Generations hidden by a tombstone must never be reused by a later flush.
+        let max_gen = segments
+            .values()
+            .flatten()
+            .map(|s| s.id.generation)
+            .chain(tombstones.values().flatten().map(|t| t.generation))
+            .max()
+            .unwrap_or(0);
 
         let mut mem = MemState::default();
         let mut replayed = 0u64;
@@ -186,12 +260,14 @@ impl Engine {
                 catalog.apply(e)?;
             }
             mem.active_entries.extend(b.entries.iter().cloned());
-            mem.active.apply(&filter_live(&catalog, b));
+            mem.active.apply(&filter_replayed(&catalog, &tombstones, seq, b));
             replayed += 1;
             Ok(())
         })?;
         tracing::info!(records = replayed, rows = mem.active.rows, "WAL replayed");
         let wal = Wal::open(&dir.join("wal"), next_seq, config.wal_sync)?;
+        tombstones.retain(|(db, t), _| catalog.db_by_id(*db).is_some_and(|d| d.table_by_id(*t).is_some()));
+        let compaction_threads = config.compaction_threads.min(limits::COMPACTIONS_CONCURRENT_MAX);
 
         let inner = Arc::new(Inner {
             config,
@@ -207,13 +283,28 @@ impl Engine {
             flush_cv: Condvar::new(),
             shutdown: AtomicBool::new(false),
             poisoned: Mutex::new(None),
+            tombstones: RwLock::new(tombstones),
+            next_tombstone_id: AtomicU64::new(max_tombstone_id + 1),
+            compaction: maintenance::CompactionState::default(),
+            last_retention_run: Mutex::new(Instant::now()),
         });
+        // Retention first, so that nothing expired is compacted or served.
+        inner.enforce_retention()?;
         let worker = inner.clone();
         let flusher = std::thread::Builder::new()
             .name("sundial-flush".into())
             .spawn(move || worker.flush_loop())
             .map_err(io(&dir))?;
-        Ok(Engine { inner, flusher: Some(flusher) })
+        let mut compactors = Vec::new();
+        for i in 0..compaction_threads {
+            let worker = inner.clone();
+            let t = std::thread::Builder::new()
+                .name(format!("sundial-compact-{i}"))
+                .spawn(move || worker.compaction_loop())
+                .map_err(io(&dir))?;
+            compactors.push(t);
+        }
+        Ok(Engine { inner, flusher: Some(flusher), compactors })
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -257,6 +348,7 @@ impl Engine {
         cat.apply(&e)?;
         drop(cat);
         self.inner.segments.write().retain(|(d, _), _| *d != db);
+        self.inner.tombstones.write().retain(|(d, _), _| *d != db);
         remove_dir_if_exists(&self.inner.config.data_dir.join(format!("db{db}")))
     }
 
@@ -271,6 +363,7 @@ impl Engine {
         self.inner.catalog_log.lock().append(std::slice::from_ref(&e))?;
         cat.apply(&e)?;
         drop(cat);
+        self.inner.tombstones.write().remove(&(db, t));
         let removed = self.inner.segments.write().remove(&(db, t)).unwrap_or_default();
         for s in removed {
             std::fs::remove_file(&s.path).map_err(io(&s.path))?;
@@ -317,8 +410,13 @@ impl Engine {
 
     /// A consistent view of one table for reading: the segments overlapping `[ts_min, ts_max]` and the
     /// memtables, with the active memtable's rows for `series` copied out.
+    ///
+    /// Rows older than the database's retention (`now − retention_ns`) are never returned, wherever they
+    /// are; rows hidden by a delete neither.
     pub fn snapshot(&self, db: DbId, table: TableId, series: &[SeriesId], ts_min: i64, ts_max: i64, cols: &[(ColId, FieldType)]) -> TableSnapshot {
+        let ts_min = ts_min.max(self.inner.retention_cutoff(db));
         let mem = self.inner.mem.read();
+        let tombstones = self.inner.table_tombstones(db, table, ts_min, ts_max);
         let segments: Vec<Arc<Segment>> = self
             .inner
             .segments
@@ -338,7 +436,7 @@ impl Engine {
                 }
             }
         }
-        TableSnapshot { db, table, ts_min, ts_max, cols: cols.to_vec(), segments, frozen, active }
+        TableSnapshot { db, table, ts_min, ts_max, cols: cols.to_vec(), segments, frozen, active, tombstones }
     }
 
     /// Bytes of segment files currently live, and the number of files.
@@ -364,7 +462,11 @@ impl Drop for Engine {
             let _g = self.inner.flush_mx.lock();
             self.inner.flush_cv.notify_all();
         }
+        self.inner.compaction.wake_all();
         if let Some(t) = self.flusher.take() {
+            let _ = t.join();
+        }
+        for t in self.compactors.drain(..) {
             let _ = t.join();
         }
     }
@@ -377,16 +479,21 @@ fn remove_dir_if_exists(dir: &Path) -> Result<()> {
     }
 }
 
-/// Drops rows of tables that no longer exist (dropped after the WAL record was written).
-fn filter_live(cat: &Catalog, mut b: WriteBatch) -> WriteBatch {
+/// Drops, from WAL record `seq`, rows of tables that no longer exist (dropped after the record was
+/// written) and rows hidden by a tombstone written after the record (`seq < wal_seq`).
+fn filter_replayed(cat: &Catalog, tombstones: &TombstoneSet, seq: u64, mut b: WriteBatch) -> WriteBatch {
     let live = |t: TableId| cat.db_by_id(b.db).is_some_and(|d| d.table_by_id(t).is_some());
-    if b.rows.iter().all(|r| live(r.table)) {
+    let hidden = |t: TableId, s: SeriesId, ts: i64| {
+        tombstones.get(&(b.db, t)).is_some_and(|v| v.iter().any(|x| seq < x.wal_seq && x.hides_row(s, ts)))
+    };
+    let keep = |r: &crate::batch::RowHead| live(r.table) && !hidden(r.table, r.series, r.ts);
+    if b.rows.iter().all(keep) {
         return b;
     }
     let mut out = WriteBatch::new(b.db);
     for i in 0..b.rows.len() {
         let r = b.rows[i];
-        if live(r.table) {
+        if keep(&r) {
             out.push_row(r.table, r.series, r.ts, b.row_values(i).iter().cloned());
         }
     }
@@ -439,12 +546,62 @@ fn load_segments(dir: &Path, cat: &Catalog) -> Result<SegmentSet> {
                     }
                 }
             }
+            // Partitions emptied by retention or compaction: fails (harmlessly) unless empty.
+            let _ = std::fs::remove_dir(&p_path);
         }
     }
     for v in set.values_mut() {
+        remove_superseded(v)?;
         v.sort_by_key(|s| s.id.generation);
     }
     Ok(set)
+}
+
+/// Deletes the files of one table that a compaction output covers (a crash between the output's rename
+/// and the inputs' deletion leaves both; see [`crate::compaction`]).
+fn remove_superseded(v: &mut Vec<Arc<Segment>>) -> Result<()> {
+    let covers = |a: &Segment, b: &Segment| {
+        a.id.partition_start == b.id.partition_start
+            && a.id.gen_min <= b.id.gen_min
+            && b.id.generation <= a.id.generation
+            && (a.id.gen_min, a.id.generation) != (b.id.gen_min, b.id.generation)
+    };
+    let same_range_newer = |a: &Segment, b: &Segment| {
+        a.id.partition_start == b.id.partition_start
+            && (a.id.gen_min, a.id.generation) == (b.id.gen_min, b.id.generation)
+            && is_canonical_name(&a.path, &a.id)
+            && !is_canonical_name(&b.path, &b.id)
+    };
+    let mut superseded = vec![false; v.len()];
+    for (i, b) in v.iter().enumerate() {
+        for a in v.iter() {
+            if covers(a, b) || same_range_newer(a, b) {
+                superseded[i] = true;
+            } else if a.id.partition_start == b.id.partition_start
+                && !std::ptr::eq(&**a, &**b)
+                && a.id.gen_min <= b.id.generation
+                && b.id.gen_min <= a.id.generation
+                && !covers(b, a)
+                && !same_range_newer(b, a)
+            {
+                tracing::error!(a = %a.path.display(), b = %b.path.display(), "segment files with partially overlapping generations (a bug); keeping both");
+            }
+        }
+    }
+    let mut gone = Vec::new();
+    let mut i = 0;
+    v.retain(|s| {
+        i += 1;
+        if superseded[i - 1] {
+            gone.push(s.path.clone());
+        }
+        !superseded[i - 1]
+    });
+    for path in gone {
+        tracing::info!(path = %path.display(), "removing a segment file superseded by a compaction output");
+        std::fs::remove_file(&path).map_err(io(&path))?;
+    }
+    Ok(())
 }
 
 fn dir_id(path: &Path, prefix: &str) -> Option<i64> {
@@ -453,6 +610,16 @@ fn dir_id(path: &Path, prefix: &str) -> Option<i64> {
 }
 
 impl Inner {
+    /// Tombstones of a table overlapping `[ts_min, ts_max]`. Take them while holding `mem` (read), so
+    /// that they agree with the active memtable (a delete changes both under `mem` written).
+    fn table_tombstones(&self, db: DbId, table: TableId, ts_min: i64, ts_max: i64) -> Vec<Arc<Tombstone>> {
+        self.tombstones
+            .read()
+            .get(&(db, table))
+            .map(|v| v.iter().filter(|t| t.overlaps(ts_min, ts_max)).cloned().collect())
+            .unwrap_or_default()
+    }
+
     fn check_poisoned(&self) -> Result<()> {
         match &*self.poisoned.lock() {
             Some(why) => Err(Error::Poisoned(why.clone())),
@@ -560,6 +727,11 @@ impl Inner {
                 tracing::error!(error = %e, "flush failed; writes are refused until restart");
                 self.poison(&e);
             }
+            if self.last_retention_run.lock().elapsed() >= self.config.retention_check_interval
+                && let Err(e) = self.enforce_retention()
+            {
+                tracing::error!(error = %e, "retention run failed; retrying at the next interval");
+            }
             let mut g = self.flush_mx.lock();
             if self.mem.read().frozen.is_empty() && !self.shutdown.load(Ordering::SeqCst) {
                 self.flush_cv.wait_for(&mut g, Duration::from_millis(500));
@@ -611,6 +783,8 @@ impl Inner {
         tables.sort_by_key(|(k, _)| **k);
         for (&(db, table), mt) in tables {
             let Some(col_types) = self.table_field_types(db, table) else { continue };
+            // Rows already past retention are not written (reads would never return them).
+            let cutoff = self.retention_cutoff(db);
             let mut w = PartitionedWriter::new(dir, db, table, self.config.partition_ns, f.generation);
             let mut series: Vec<_> = mt.series.iter().collect();
             series.sort_by_key(|(s, _)| **s);
@@ -619,7 +793,12 @@ impl Inner {
                 let buf = if buf.sorted { buf } else { sorted = buf.sorted_dedup(); &sorted };
                 let cols: Vec<ColId> = buf.cols.iter().map(|(c, _)| *c).collect();
                 debug_assert!(cols.iter().all(|c| col_types.contains_key(c)));
-                let rows = SeriesRows { series: *sid, ts: buf.ts.clone(), cols: buf.cols.iter().map(|(_, c)| Some(c.clone())).collect() };
+                let start = buf.ts.partition_point(|t| *t < cutoff);
+                let rows = SeriesRows {
+                    series: *sid,
+                    ts: buf.ts[start..].to_vec(),
+                    cols: buf.cols.iter().map(|(_, c)| Some(if start == 0 { c.clone() } else { c.slice(start..c.len()) })).collect(),
+                };
                 w.add_series(&rows, &cols)?;
             }
             for path in w.finish()? {
@@ -651,6 +830,9 @@ impl Inner {
                 std::fs::remove_file(&s.path).map_err(io(&s.path))?;
             }
         }
+        drop(cat);
+        drop(segs);
+        self.compaction.wake_all();
         Ok(n)
     }
 
@@ -679,6 +861,8 @@ pub struct TableSnapshot {
     segments: Vec<Arc<Segment>>,
     frozen: Vec<Arc<Frozen>>,
     active: HashMap<SeriesId, SeriesRows>,
+    /// Tombstones of the table overlapping the time range; the active memtable is already free of them.
+    tombstones: Vec<Arc<Tombstone>>,
 }
 
 impl TableSnapshot {
@@ -687,11 +871,17 @@ impl TableSnapshot {
     pub fn read_series(&self, series: SeriesId) -> Result<Option<SeriesRows>> {
         let mut sources = Vec::new();
         for s in &self.segments {
-            sources.extend(s.read_series(series, self.ts_min, self.ts_max, &self.cols)?);
+            let hiding = self.hiding(series, s.id.generation, s.id.tombstones_applied);
+            for mut r in s.read_series(series, self.ts_min, self.ts_max, &self.cols)? {
+                tombstone::apply(&mut r, hiding.iter().copied());
+                sources.push(r);
+            }
         }
         for f in &self.frozen {
             if let Some(buf) = f.memtable.table(self.db, self.table).and_then(|t| t.series.get(&series)) {
-                sources.push(buf.read(series, self.ts_min, self.ts_max, &self.cols));
+                let mut r = buf.read(series, self.ts_min, self.ts_max, &self.cols);
+                tombstone::apply(&mut r, self.hiding(series, f.generation, 0));
+                sources.push(r);
             }
         }
         if let Some(r) = self.active.get(&series) {
@@ -727,18 +917,36 @@ impl TableSnapshot {
         &self.segments
     }
 
+    /// The tombstones that hide rows of `series` in a source holding generations up to `gen_max`
+    /// that has had the tombstones up to `applied` applied already.
+    fn hiding(&self, series: SeriesId, gen_max: u64, applied: u64) -> Vec<&Tombstone> {
+        self.tombstones
+            .iter()
+            .filter(|t| t.id > applied && t.hides_generation(gen_max) && t.matches_series(series))
+            .map(|t| &**t)
+            .collect()
+    }
+
     /// True when the only sources of `series` are segment blocks fully inside the time range and no
     /// memtable has rows for it: block statistics then answer aggregates exactly.
     pub fn only_in_segments(&self, series: SeriesId) -> bool {
-        !self.active.contains_key(&series)
+        let hidden = self.segments.iter().any(|s| !self.hiding(series, s.id.generation, s.id.tombstones_applied).is_empty());
+        !hidden
+            && !self.active.contains_key(&series)
             && self.frozen.iter().all(|f| f.memtable.table(self.db, self.table).is_none_or(|t| !t.series.contains_key(&series)))
     }
 }
 
+mod maintenance;
 mod summary;
 mod tail;
+pub use maintenance::CompactionReport;
 pub use summary::{ColumnSummary, RangeSummary};
 pub use tail::TailSnapshot;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod maintenance_tests;
+#[cfg(test)]
+mod model_tests;

@@ -32,6 +32,9 @@ pub enum Error {
     #[error("column \"{name}\" of table \"{table}\" is a tag here but a field elsewhere (or the reverse)")]
     ColumnKindConflict { table: String, name: String },
 
+    #[error("invalid argument: {what}; {fix}")]
+    InvalidArgument { what: String, fix: &'static str },
+
     #[error("limit exceeded: {what} ({actual} > {limit}); {fix}")]
     LimitExceeded { what: &'static str, actual: u64, limit: u64, fix: &'static str },
 
@@ -84,6 +87,7 @@ impl Error {
                 | Error::FieldTypeConflict { .. }
                 | Error::ColumnKindConflict { .. }
                 | Error::LimitExceeded { .. }
+                | Error::InvalidArgument { .. }
         )
     }
 }

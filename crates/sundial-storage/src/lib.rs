@@ -21,6 +21,7 @@ pub mod batch;
 pub mod catalog;
 pub mod catalog_log;
 pub mod codec;
+pub mod compaction;
 pub mod encoding;
 pub mod engine;
 pub mod error;
@@ -29,10 +30,11 @@ pub mod limits;
 pub mod memtable;
 pub mod rows;
 pub mod segment;
+pub mod tombstone;
 pub mod types;
 pub mod wal;
 
-pub use engine::{Engine, EngineConfig};
+pub use engine::{Clock, CompactionReport, Engine, EngineConfig};
 
 /// The hash maps of the write path (catalog names, tag values, memtables). foldhash is several times
 /// faster than std's SipHash on short keys, and its per-process random seed keeps tag values sent by a

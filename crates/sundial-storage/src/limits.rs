@@ -52,3 +52,48 @@ pub const FLUSH_IDLE_MS_DEFAULT: u64 = 60 * 1000;
 
 /// Default time partition (`storage.partition_duration`): one day, in nanoseconds.
 pub const PARTITION_NS_DEFAULT: i64 = 24 * 3600 * 1_000_000_000;
+
+/// Series named by one delete (`Engine::delete`); a larger set is deleted in several calls, or by
+/// dropping the table.
+pub const TOMBSTONE_SERIES_MAX: usize = 1 << 20;
+
+/// Tombstones kept per table. Each delete adds one (kept in memory and in `catalog.log`); reads check
+/// the ones overlapping what they read, so an unbounded number would slow every read.
+pub const TOMBSTONES_PER_TABLE_MAX: usize = 10_000;
+
+/// Concurrent compactions (background threads plus `Engine::compact_now` callers), default of
+/// `EngineConfig::compaction_threads`. One keeps a 2-core machine free for ingest and queries.
+pub const COMPACTIONS_CONCURRENT_DEFAULT: usize = 1;
+
+/// Hard cap on `EngineConfig::compaction_threads`.
+pub const COMPACTIONS_CONCURRENT_MAX: usize = 16;
+
+/// A partition with this many segment files (of one table) is compacted whatever their sizes.
+pub const COMPACTION_TRIGGER_FILES: usize = 4;
+
+/// Read amplification bound: the picker keeps the files of one table in one partition at or below this
+/// (when compaction keeps up), by merging the newest files regardless of their sizes once it is reached.
+pub const COMPACTION_FILES_PER_PARTITION_MAX: usize = 8;
+
+/// An older file joins a merge of newer files while it is at most this many times their total size
+/// (size-tiered, like RocksDB's universal compaction): each byte is rewritten O(log(partition size)) times.
+pub const COMPACTION_SIZE_RATIO: u64 = 2;
+
+/// Input files of one compaction. With [`BLOCK_ROWS_MAX`] rows buffered per input, this bounds the
+/// memory of a merge (about 16 x 17280 rows x columns).
+pub const COMPACTION_INPUT_FILES_MAX: usize = 16;
+
+/// Input bytes of one compaction, so one merge never rewrites an unbounded amount of data at once.
+pub const COMPACTION_INPUT_BYTES_MAX: u64 = 4 << 30;
+
+const _: () = assert!(COMPACTION_TRIGGER_FILES >= 2);
+const _: () = assert!(COMPACTION_TRIGGER_FILES <= COMPACTION_FILES_PER_PARTITION_MAX);
+const _: () = assert!(COMPACTION_FILES_PER_PARTITION_MAX <= COMPACTION_INPUT_FILES_MAX);
+const _: () = assert!(COMPACTIONS_CONCURRENT_DEFAULT <= COMPACTIONS_CONCURRENT_MAX);
+
+/// A failed background compaction of a partition is retried after this long (the error is logged);
+/// `Engine::compact_now` returns the error instead.
+pub const COMPACTION_RETRY_MS: u64 = 60_000;
+
+/// How often the flush thread drops partitions past their database's retention.
+pub const RETENTION_CHECK_MS_DEFAULT: u64 = 60_000;

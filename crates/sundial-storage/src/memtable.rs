@@ -103,6 +103,25 @@ impl SeriesBuf {
         out
     }
 
+    /// Removes the rows with `ts_min <= ts <= ts_max` (a delete); returns how many.
+    fn remove_time_range(&mut self, ts_min: i64, ts_max: i64) -> usize {
+        let keep: Vec<bool> = self.ts.iter().map(|t| *t < ts_min || *t > ts_max).collect();
+        let removed = keep.iter().filter(|k| !**k).count();
+        if removed == 0 {
+            return 0;
+        }
+        let idx: Vec<usize> = (0..keep.len()).filter(|i| keep[*i]).collect();
+        self.ts = idx.iter().map(|i| self.ts[*i]).collect();
+        for (_, c) in self.cols.iter_mut() {
+            let mut out = Column::with_capacity(c.field_type(), idx.len());
+            for i in &idx {
+                out.push_from(c, *i);
+            }
+            *c = out;
+        }
+        removed
+    }
+
     pub fn ts_range(&self) -> Option<(i64, i64)> {
         if self.sorted {
             return Some((*self.ts.first()?, *self.ts.last()?));
@@ -145,6 +164,21 @@ impl MemGen {
         self.rows += b.rows.len() as u64;
     }
 
+    /// Removes the rows of `table` with `ts_min <= ts <= ts_max`, of every series or of `series` (a
+    /// delete); returns how many. Bytes stay counted until the flush (an over-estimate, never an under-).
+    pub fn delete(&mut self, db: DbId, table: TableId, series: Option<&[SeriesId]>, ts_min: i64, ts_max: i64) -> u64 {
+        let Some(t) = self.tables.get_mut(&(db, table)) else { return 0 };
+        let mut removed = 0u64;
+        for (sid, buf) in t.series.iter_mut() {
+            if series.is_none_or(|s| s.binary_search(sid).is_ok()) {
+                removed += buf.remove_time_range(ts_min, ts_max) as u64;
+            }
+        }
+        t.series.retain(|_, b| !b.ts.is_empty());
+        self.rows -= removed;
+        removed
+    }
+
     pub fn table(&self, db: DbId, table: TableId) -> Option<&MemTable> {
         self.tables.get(&(db, table))
     }
@@ -183,6 +217,25 @@ mod tests {
         assert!(r.cols[2].is_none());
         let r = s.read(1, 15, 30, &cols);
         assert_eq!(r.ts, vec![20, 30]);
+    }
+
+    #[test]
+    fn deletes_remove_rows_of_the_chosen_series_and_time_range() {
+        let mut g = MemGen::default();
+        let mut b = WriteBatch::new(0);
+        for t in [5, 1, 3, 2, 4] {
+            b.push_row(0, 1, t, [(0, Value::Integer(t))]);
+            b.push_row(0, 2, t, [(0, Value::Integer(-t))]);
+        }
+        g.apply(&b);
+        assert_eq!(g.delete(0, 0, Some(&[1]), 2, 4), 3);
+        assert_eq!(g.rows, 7);
+        let r = g.table(0, 0).unwrap().series[&1].read(1, i64::MIN, i64::MAX, &[(0, FieldType::Integer)]);
+        assert_eq!(r.ts, vec![1, 5]);
+        assert_eq!(r.cols[0].as_ref().unwrap().values, ColumnValues::Integer(vec![1, 5]));
+        assert_eq!(g.delete(0, 0, None, i64::MIN, i64::MAX), 7);
+        assert!(g.is_empty());
+        assert!(g.table(0, 0).unwrap().series.is_empty());
     }
 
     #[test]

@@ -22,6 +22,50 @@ impl SeriesRows {
         self.ts.is_empty()
     }
 
+    /// Rows `range` as a new run.
+    pub fn slice(&self, range: std::ops::Range<usize>) -> SeriesRows {
+        SeriesRows {
+            series: self.series,
+            ts: self.ts[range.clone()].to_vec(),
+            cols: self.cols.iter().map(|c| c.as_ref().map(|c| c.slice(range.clone()))).collect(),
+        }
+    }
+
+    /// Removes the rows with `ts_min <= ts <= ts_max` (a contiguous run, timestamps being sorted);
+    /// returns how many were removed.
+    pub fn remove_time_range(&mut self, ts_min: i64, ts_max: i64) -> usize {
+        let start = self.ts.partition_point(|t| *t < ts_min);
+        let end = self.ts.partition_point(|t| *t <= ts_max);
+        if start >= end {
+            return 0;
+        }
+        if start == 0 && end == self.ts.len() {
+            self.ts.clear();
+            for c in self.cols.iter_mut() {
+                *c = None;
+            }
+            return end;
+        }
+        let mut head = self.slice(0..start);
+        let tail = self.slice(end..self.len());
+        head.ts.extend_from_slice(&tail.ts);
+        for (h, t) in head.cols.iter_mut().zip(tail.cols) {
+            if let (Some(h), Some(t)) = (h.as_mut(), t) {
+                h.extend(&t);
+            }
+        }
+        *self = head;
+        end - start
+    }
+
+    /// Splits off and returns the rows with `ts <= ts_max`, keeping the later ones in `self`.
+    pub fn split_through(&mut self, ts_max: i64) -> SeriesRows {
+        let end = self.ts.partition_point(|t| *t <= ts_max);
+        let head = self.slice(0..end);
+        *self = self.slice(end..self.len());
+        head
+    }
+
     /// Checks the invariants every producer promises: timestamps strictly increasing, every column as
     /// long as the timestamps.
     pub fn check(&self) -> Result<(), String> {
@@ -142,6 +186,21 @@ mod tests {
         assert_eq!(m.ts, vec![1, 2, 3]);
         let c = m.cols[0].as_ref().unwrap();
         assert_eq!(c.validity, vec![true, true, false]);
+    }
+
+    #[test]
+    fn time_ranges_are_removed_and_split_off() {
+        let mut r = rows(&[1, 2, 3, 4, 5], &[Some(1), None, Some(3), Some(4), Some(5)]);
+        assert_eq!(r.remove_time_range(2, 3), 2);
+        r.check().unwrap();
+        assert_eq!(r.ts, vec![1, 4, 5]);
+        assert_eq!(r.cols[0].as_ref().unwrap().values, ColumnValues::Integer(vec![1, 4, 5]));
+        assert_eq!(r.remove_time_range(6, 9), 0);
+        let head = r.split_through(4);
+        assert_eq!((head.ts.clone(), r.ts.clone()), (vec![1, 4], vec![5]));
+        assert_eq!(r.remove_time_range(i64::MIN, i64::MAX), 1);
+        assert!(r.is_empty());
+        r.check().unwrap();
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! header  := "SDSEG\0\0\0" version:u32 reserved:u32                     (16 bytes)
 //! chunk   := encoded timestamps or one encoded column of one block (see codec/)
 //! footer  := db:u32 table:u32 partition_start:i64 partition_ns:i64 generation:u64
+//!            [version >= 2: gen_min:u64 tombstones_applied:u64]
 //!            n_blocks:uvarint block*
 //! block   := series:uvarint n_rows:uvarint ts_min:i64 ts_max:i64 ts_chunk
 //!            n_cols:uvarint (col:uvarint type:u8 chunk stats)*
@@ -17,6 +18,14 @@
 //! i64 or u64 as is, booleans 0/1 (for booleans `sum` counts the `true`s). `sum_ok` is 0 when an integer
 //! sum overflowed. `first`/`last` are the values at `first_ts`/`last_ts`, the earliest and latest rows
 //! where the column is not null.
+//!
+//! Version history: **1** (foundation); **2** adds `gen_min` and `tombstones_applied` to the footer
+//! (compaction, see [`crate::compaction`]); header and trailer carry the version. This build writes 2
+//! and reads 1 and 2: a version-1 file reads as `gen_min = generation`, `tombstones_applied = 0`.
+//!
+//! A segment holds the rows of flush generations `gen_min..=generation` (one generation for a flush,
+//! a contiguous run for a compaction output), and has had every tombstone with id
+//! `<= tombstones_applied` applied to it (0: none).
 //!
 //! Blocks are sorted by (series, ts_min); blocks of one series never overlap in time; a block holds at
 //! most [`BLOCK_ROWS_MAX`] rows with strictly increasing timestamps, all inside the partition. Every chunk
@@ -40,7 +49,9 @@ use crate::types::{Column, ColumnValues, FieldType, Value};
 
 pub const MAGIC: &[u8; 8] = b"SDSEG\0\0\0";
 pub const TRAILER_MAGIC: &[u8; 8] = b"SDSEGEND";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+/// Oldest format version this build still reads.
+pub const VERSION_MIN: u32 = 1;
 pub const TRAILER_BYTES: usize = 32;
 
 /// Where a chunk is in the file.
@@ -107,8 +118,13 @@ pub struct SegmentId {
     pub table: TableId,
     pub partition_start: i64,
     pub partition_ns: i64,
-    /// Flush generation: a higher generation holds newer writes (wins on duplicates).
+    /// Newest flush generation whose rows the segment holds: a higher generation holds newer writes
+    /// (wins on duplicates). Segments of one table and partition are ordered by it.
     pub generation: u64,
+    /// Oldest flush generation whose rows the segment holds (`== generation` for a flush output).
+    pub gen_min: u64,
+    /// Every tombstone with an id up to this one has been applied to the rows (0: none).
+    pub tombstones_applied: u64,
 }
 
 /// The first nanosecond of the partition holding `ts`.
@@ -268,6 +284,13 @@ impl SegmentWriter {
         self.blocks.is_empty()
     }
 
+    /// Gives up: removes the temporary file (a leftover would also be removed at the next start).
+    pub fn abandon(self) {
+        let tmp = self.tmp_path.clone();
+        drop(self.out);
+        let _ = std::fs::remove_file(tmp);
+    }
+
     /// Writes footer and trailer, fsyncs, and renames the file into place. The caller fsyncs the directory.
     pub fn finish(mut self) -> Result<PathBuf> {
         let footer = encode_footer(&self.id, &self.blocks);
@@ -301,6 +324,8 @@ fn encode_footer(id: &SegmentId, blocks: &[BlockMeta]) -> Vec<u8> {
     put_i64(&mut out, id.partition_start);
     put_i64(&mut out, id.partition_ns);
     put_u64(&mut out, id.generation);
+    put_u64(&mut out, id.gen_min);
+    put_u64(&mut out, id.tombstones_applied);
     put_uvarint(&mut out, blocks.len() as u64);
     for b in blocks {
         put_uvarint(&mut out, u64::from(b.series));
@@ -352,15 +377,14 @@ fn decode_col(r: &mut Reader<'_>) -> Option<ColMeta> {
     Some(ColMeta { col, ty, chunk, stats: s })
 }
 
-fn decode_footer(buf: &[u8]) -> Option<(SegmentId, Vec<BlockMeta>)> {
+fn decode_footer(buf: &[u8], version: u32) -> Option<(SegmentId, Vec<BlockMeta>)> {
     let mut r = Reader::new(buf);
-    let id = SegmentId {
-        db: r.u32()?,
-        table: r.u32()?,
-        partition_start: r.i64()?,
-        partition_ns: r.i64()?,
-        generation: r.u64()?,
-    };
+    let (db, table, partition_start, partition_ns, generation) = (r.u32()?, r.u32()?, r.i64()?, r.i64()?, r.u64()?);
+    let (gen_min, tombstones_applied) = if version >= 2 { (r.u64()?, r.u64()?) } else { (generation, 0) };
+    let id = SegmentId { db, table, partition_start, partition_ns, generation, gen_min, tombstones_applied };
+    if id.gen_min > id.generation {
+        return None;
+    }
     let n = r.len(r.remaining())?;
     let mut blocks = Vec::with_capacity(n);
     for _ in 0..n {
@@ -398,25 +422,26 @@ impl Segment {
         }
         let mut head = [0u8; frame::HEADER_BYTES];
         file.read_exact_at(&mut head, 0).map_err(io)?;
-        match frame::check_header(&head, MAGIC) {
+        let version = match frame::check_header(&head, MAGIC) {
             None => return Err(corrupt(0, "not a Sundial segment (bad magic)")),
-            Some(VERSION) => {}
+            Some(v) if (VERSION_MIN..=VERSION).contains(&v) => v,
             Some(v) => {
                 return Err(Error::UnsupportedVersion {
                     path: path.to_path_buf(),
                     version: v,
-                    supported: VERSION.to_string(),
-                    fix: "run the Sundial version that wrote this data directory",
+                    supported: format!("{VERSION_MIN} to {VERSION}"),
+                    fix: "run a Sundial version that reads this format (a newer one wrote this file)",
                 });
             }
-        }
+        };
         let mut t = [0u8; TRAILER_BYTES];
         let t_off = file_bytes - TRAILER_BYTES as u64;
         file.read_exact_at(&mut t, t_off).map_err(io)?;
         let mut r = Reader::new(&t);
         let (f_off, f_len, f_crc) = (r.u64().unwrap_or(0), r.u32().unwrap_or(0), r.u32().unwrap_or(0));
+        let head_version = version;
         let (_n_blocks, version, magic) = (r.u32(), r.u32(), r.take(8));
-        if magic != Some(&TRAILER_MAGIC[..]) || version != Some(VERSION) {
+        if magic != Some(&TRAILER_MAGIC[..]) || version != Some(head_version) {
             return Err(corrupt(t_off, "bad trailer (incomplete write?)"));
         }
         if f_off.checked_add(u64::from(f_len)) != Some(t_off) {
@@ -427,7 +452,7 @@ impl Segment {
         if crc32c::crc32c(&footer) != f_crc {
             return Err(corrupt(f_off, "footer checksum mismatch"));
         }
-        let (id, blocks) = decode_footer(&footer).ok_or_else(|| corrupt(f_off, "footer does not decode"))?;
+        let (id, blocks) = decode_footer(&footer, head_version).ok_or_else(|| corrupt(f_off, "footer does not decode"))?;
         let seg = Segment {
             path: path.to_path_buf(),
             id,
@@ -467,6 +492,17 @@ impl Segment {
 
     pub fn blocks(&self) -> &[BlockMeta] {
         &self.blocks
+    }
+
+    /// True when some block of a series matched by `t` overlaps `t`'s time range.
+    pub fn has_rows_hidden_by(&self, t: &crate::tombstone::Tombstone) -> bool {
+        if !t.overlaps(self.ts_min, self.ts_max) {
+            return false;
+        }
+        match &t.series {
+            None => self.blocks.iter().any(|b| t.overlaps(b.ts_min, b.ts_max)),
+            Some(list) => list.iter().any(|s| self.series_blocks(*s).iter().any(|b| t.overlaps(b.ts_min, b.ts_max))),
+        }
     }
 
     /// The blocks of `series`, in time order.
@@ -550,9 +586,17 @@ pub fn partition_dir(data: &Path, db: DbId, partition_start: i64) -> PathBuf {
     data.join(format!("db{db}")).join(format!("p{partition_start}"))
 }
 
-/// File name of a segment inside its partition directory.
-pub fn segment_file_name(table: TableId, generation: u64) -> String {
-    format!("t{table}-g{generation:012}.seg")
+/// File name of a segment holding generations `gen_min..=gen_max` inside its partition directory:
+/// `t<table>-g<gen_min>-<gen_max>.seg`. Two files with the same range have the same name, so a rewrite of
+/// one file (tombstones applied) replaces it atomically by rename. Version-1 files were named
+/// `t<table>-g<generation>.seg`; they are still read, and [`is_canonical_name`] tells them apart.
+pub fn segment_file_name(table: TableId, gen_min: u64, gen_max: u64) -> String {
+    format!("t{table}-g{gen_min:012}-{gen_max:012}.seg")
+}
+
+/// True when `path`'s file name is the one this build gives the segment `id`.
+pub fn is_canonical_name(path: &Path, id: &SegmentId) -> bool {
+    path.file_name().and_then(|n| n.to_str()) == Some(&segment_file_name(id.table, id.gen_min, id.generation))
 }
 
 impl PartitionedWriter {
@@ -583,8 +627,11 @@ impl PartitionedWriter {
                         partition_start: p,
                         partition_ns: self.partition_ns,
                         generation: self.generation,
+                        gen_min: self.generation,
+                        tombstones_applied: 0,
                     };
-                    v.insert(SegmentWriter::create(&dir.join(segment_file_name(self.table, self.generation)), id)?)
+                    let name = segment_file_name(self.table, self.generation, self.generation);
+                    v.insert(SegmentWriter::create(&dir.join(name), id)?)
                 }
             };
             w.add_series(&part, cols)?;

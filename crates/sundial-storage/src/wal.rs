@@ -215,6 +215,12 @@ impl Wal {
         Ok(seq)
     }
 
+    /// The sequence number the next appended record will get: every record appended so far has a
+    /// smaller one.
+    pub fn next_seq(&self) -> u64 {
+        self.shared.state.lock().next_seq
+    }
+
     /// Blocks until record `seq` is durable under the sync policy.
     pub fn wait(&self, seq: u64) -> Result<()> {
         let mut s = self.shared.state.lock();

@@ -4,7 +4,9 @@
 //! place. A summary is only given when it is exact: every block of a selected series that touches the
 //! range lies wholly inside it, no memtable buffer needs sorting, and no two sources of one series overlap
 //! in time (overlapping sources may hold the same row twice, which only the last-write-wins merge
-//! resolves). Otherwise the answer is `None` and the caller reads the data. This is what lets a query
+//! resolves), and no tombstone may hide rows of a block or buffer used (statistics count deleted rows;
+//! see [`crate::tombstone`]). The range starts no earlier than the retention cutoff. Otherwise the
+//! answer is `None` and the caller reads the data. This is what lets a query
 //! engine answer `count`, `min` and `max` over whole blocks from the footers alone.
 
 use super::Engine;
@@ -44,11 +46,23 @@ impl Engine {
         ts_max: i64,
         cols: &[(ColId, FieldType)],
     ) -> Option<RangeSummary> {
+        // Rows past retention are not served: a block straddling the cutoff is "cut by the range".
+        let ts_min = ts_min.max(self.inner.retention_cutoff(db));
         let mem = self.inner.mem.read();
+        let tombstones = self.inner.table_tombstones(db, table, ts_min, ts_max);
         let segments = self.inner.segments.read();
         let segs = segments.get(&(db, table)).map(Vec::as_slice).unwrap_or(&[]);
         let mut acc = Acc { rows: 0, series_rows: Vec::new(), cols: cols.iter().map(|_| Col::default()).collect() };
-        let mems: Vec<&crate::memtable::MemGen> = mem.frozen.iter().map(|f| &f.memtable).chain([&mem.active]).collect();
+        // (memtable, generation): the active one is already free of deleted rows (u64::MAX: no tombstone
+        // hides it).
+        let mems: Vec<(&crate::memtable::MemGen, u64)> =
+            mem.frozen.iter().map(|f| (&f.memtable, f.generation)).chain([(&mem.active, u64::MAX)]).collect();
+        // Statistics count deleted rows too: a block or buffer a tombstone may hide needs decoding.
+        let hidden = |s: SeriesId, gen_max: u64, applied: u64, lo: i64, hi: i64| {
+            tombstones
+                .iter()
+                .any(|t| t.id > applied && t.hides_generation(gen_max) && t.matches_series(s) && t.overlaps(lo, hi))
+        };
         for &s in series {
             // Time spans of this series' sources, to prove they are disjoint.
             let mut spans: Vec<(i64, i64)> = Vec::new();
@@ -61,6 +75,9 @@ impl Engine {
                     if b.ts_min < ts_min || b.ts_max > ts_max {
                         return None; // cut by the range: only decoding can tell
                     }
+                    if hidden(s, seg.id.generation, seg.id.tombstones_applied, b.ts_min, b.ts_max) {
+                        return None;
+                    }
                     spans.push((b.ts_min, b.ts_max));
                     acc.rows += u64::from(b.n_rows);
                     for ((col, ty), c) in cols.iter().zip(&mut acc.cols) {
@@ -72,7 +89,7 @@ impl Engine {
                     }
                 }
             }
-            for m in &mems {
+            for (m, generation) in &mems {
                 let Some(buf) = m.tables.get(&(db, table)).and_then(|t| t.series.get(&s)) else { continue };
                 if !buf.sorted {
                     return None;
@@ -81,6 +98,9 @@ impl Engine {
                 let end = buf.ts.partition_point(|t| *t <= ts_max);
                 if start == end {
                     continue;
+                }
+                if hidden(s, *generation, 0, buf.ts[start], buf.ts[end - 1]) {
+                    return None;
                 }
                 spans.push((buf.ts[start], buf.ts[end - 1]));
                 acc.rows += (end - start) as u64;

@@ -8,6 +8,8 @@
 //!   past the range's end cannot say what its last row *inside* the range is; both fall back to decoding.
 //! - otherwise: from each segment only the newest blocks that together hold `n` rows inside the range.
 //! - memtables: only the last `n` rows of each series buffer are copied (binary search when sorted).
+//! - a source with rows hidden by a delete (see [`crate::tombstone`]) is read whole and filtered, since
+//!   its last rows may all be deleted; the range starts no earlier than the retention cutoff.
 //!
 //! Why the merge stays exact: a timestamp among the last `n` distinct timestamps of the union is among the
 //! last `n` of every source holding it, so each source's tail carries every row the answer needs, and the
@@ -21,6 +23,7 @@ use crate::catalog::{ColId, DbId, SeriesId, TableId};
 use crate::error::Result;
 use crate::rows::{self, SeriesRows};
 use crate::segment::{BlockMeta, Segment, stat_value};
+use crate::tombstone;
 use crate::types::{Column, FieldType};
 
 /// A [`TableSnapshot`] that reads only the last `n` rows of each series.
@@ -44,7 +47,9 @@ impl Engine {
         n: usize,
     ) -> TailSnapshot {
         assert!(n > 0, "a tail of zero rows");
+        let ts_min = ts_min.max(self.inner.retention_cutoff(db));
         let mem = self.inner.mem.read();
+        let tombstones = self.inner.table_tombstones(db, table, ts_min, ts_max);
         let segments: Vec<Arc<Segment>> = self
             .inner
             .segments
@@ -64,7 +69,7 @@ impl Engine {
                 }
             }
         }
-        let snap = TableSnapshot { db, table, ts_min, ts_max, cols: cols.to_vec(), segments, frozen, active };
+        let snap = TableSnapshot { db, table, ts_min, ts_max, cols: cols.to_vec(), segments, frozen, active, tombstones };
         TailSnapshot { snap, n }
     }
 }
@@ -74,12 +79,28 @@ impl TailSnapshot {
     pub fn read_series(&self, series: SeriesId) -> Result<Option<SeriesRows>> {
         let s = &self.snap;
         let mut sources = Vec::new();
+        // A source with rows hidden by a delete is read whole and filtered: its tail may be all deleted.
         for seg in &s.segments {
-            sources.extend(self.segment_tail(seg, series)?);
+            let hiding = s.hiding(series, seg.id.generation, seg.id.tombstones_applied);
+            if hiding.is_empty() {
+                sources.extend(self.segment_tail(seg, series)?);
+                continue;
+            }
+            for mut r in seg.read_series(series, s.ts_min, s.ts_max, &s.cols)? {
+                tombstone::apply(&mut r, hiding.iter().copied());
+                sources.push(r);
+            }
         }
         for f in &s.frozen {
             if let Some(buf) = f.memtable.table(s.db, s.table).and_then(|t| t.series.get(&series)) {
-                sources.push(buf.read_tail(series, s.ts_min, s.ts_max, &s.cols, self.n));
+                let hiding = s.hiding(series, f.generation, 0);
+                if hiding.is_empty() {
+                    sources.push(buf.read_tail(series, s.ts_min, s.ts_max, &s.cols, self.n));
+                } else {
+                    let mut r = buf.read(series, s.ts_min, s.ts_max, &s.cols);
+                    tombstone::apply(&mut r, hiding);
+                    sources.push(r);
+                }
             }
         }
         if let Some(r) = s.active.get(&series) {
