@@ -265,7 +265,10 @@ impl Engine {
             Ok(())
         })?;
         tracing::info!(records = replayed, rows = mem.active.rows, "WAL replayed");
-        let wal = Wal::open(&dir.join("wal"), next_seq, config.wal_sync)?;
+        // Sequence numbers must never go below a tombstone's `wal_seq`, or a replay would hide rows
+        // written after the delete (the WAL restarts at 1 when it lost every file).
+        let max_wal_seq = tombstones.values().flatten().map(|t| t.wal_seq).max().unwrap_or(0);
+        let wal = Wal::open(&dir.join("wal"), next_seq.max(max_wal_seq), config.wal_sync)?;
         tombstones.retain(|(db, t), _| catalog.db_by_id(*db).is_some_and(|d| d.table_by_id(*t).is_some()));
         let compaction_threads = config.compaction_threads.min(limits::COMPACTIONS_CONCURRENT_MAX);
 

@@ -16,6 +16,71 @@
 //!                        │                                        │                      │
 //!                    catalog entries ───(at flush)──▶ catalog.log  └────── scan ◀─────────┘
 //! ```
+//!
+//! # Compaction
+//! Each flush leaves one small file per (table, partition). Background threads
+//! (`EngineConfig::compaction_threads`, default 1, also the cap on concurrent merges) merge them:
+//! [`compaction::picker`] (a pure function) chooses a contiguous run of files — a file with deleted
+//! rows, a whole cold partition, a size-tiered run of the newest files, or the newest files once a
+//! partition holds [`limits::COMPACTION_FILES_PER_PARTITION_MAX`] — and [`compaction::task`] merges
+//! them series by series, one block per input in memory, last write wins by generation. The output is
+//! written as `.tmp`, fsynced, renamed, published, then the inputs are deleted; its footer records the
+//! generation range it covers, so a restart after a crash deletes inputs an output supersedes (the
+//! protocol and its case analysis are in [`compaction`]). [`Engine::compact_now`] runs compactions
+//! synchronously until none is left (tests, tools).
+//!
+//! # Retention
+//! `CatalogEntry::CreateDb::retention_ns` ([`Engine::create_database`], [`Engine::set_retention`];
+//! 0 = forever). Partitions that end at or before `now − retention` are deleted at open, every
+//! `EngineConfig::retention_check_interval` (default 60 s) and on [`Engine::enforce_retention_now`].
+//! Reads clamp their range to `now − retention`, so rows older than that are never served, even from a
+//! memtable or a partially expired partition; the flush does not write them.
+//!
+//! # Deletes
+//! [`Engine::delete`]`(db, table, series, ts_min, ts_max)` (and [`Engine::drop_series`]) appends a
+//! [`tombstone::Tombstone`] to `catalog.log` and fsyncs it before returning. Reads hide matching rows
+//! at once; rows written later, even at the same timestamps, stay visible (tombstones are ordered
+//! against flush generations and WAL sequence numbers, see [`tombstone`]); WAL replay filters them;
+//! compaction rewrites the files holding them, which frees the disk.
+//!
+//! # Format versions
+//! Segment files are version 2 ([`segment::VERSION`]): the footer gained `gen_min` and
+//! `tombstones_applied`. Version-1 files are read (and rewritten as version 2 when compacted); a newer
+//! version is refused with [`Error::UnsupportedVersion`]. `catalog.log` gained record kind 8
+//! (tombstone). `tests/fixtures/v1-datadir` is a data directory written by version 1, opened by a test.
+//!
+//! # Example
+//! ```
+//! use sundial_storage::engine::WritePoint;
+//! use sundial_storage::types::Value;
+//! use sundial_storage::{Engine, EngineConfig};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let engine = Engine::open(EngineConfig::new(dir.path())).unwrap();
+//! engine.create_database("metrics", 0, false).unwrap();
+//! let row = |host, ts, v| WritePoint {
+//!     line: 1,
+//!     table: "cpu",
+//!     tags: vec![("host", host)],
+//!     fields: vec![("usage", Value::Float(v))],
+//!     ts,
+//! };
+//! engine.write("metrics", &[row("a", 10, 1.5), row("a", 20, 2.5), row("b", 10, 9.0)]).unwrap();
+//! engine.flush().unwrap();
+//! engine.delete("metrics", "cpu", None, 15, 25).unwrap(); // every series, 15 <= ts <= 25
+//! engine.compact_now().unwrap();
+//!
+//! let (db, table, usage) = {
+//!     let cat = engine.catalog();
+//!     let d = cat.db("metrics").unwrap();
+//!     let t = d.table("cpu").unwrap();
+//!     (d.id, t.id, t.column("usage").unwrap().id)
+//! };
+//! let cols = [(usage, sundial_storage::types::FieldType::Float)];
+//! let snap = engine.snapshot(db, table, &[0, 1], i64::MIN, i64::MAX, &cols);
+//! let a = snap.read_series(0).unwrap().unwrap();
+//! assert_eq!(a.ts, vec![10]); // the row at 20 is deleted
+//! ```
 
 pub mod batch;
 pub mod catalog;

@@ -7,7 +7,7 @@
 //!
 //! Rules, first match wins:
 //! 1. A file with rows hidden by a tombstone is rewritten (alone) to free the disk.
-//! 2. A *cold* partition (no longer receiving in-order writes) with two files or more is merged whole,
+//! 2. A *cold* partition (the table has data in a later one) with two files or more is merged whole,
 //!    up to the input limits: a finished day ends as one file, which is what scans want.
 //! 3. With at least [`COMPACTION_TRIGGER_FILES`] files, size-tiered: start from the newest file and add
 //!    older ones while each is at most [`COMPACTION_SIZE_RATIO`] times the total so far. A run of two or

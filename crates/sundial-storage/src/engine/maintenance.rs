@@ -6,8 +6,9 @@
 //! ([`crate::compaction::task`]) and publishes it (see [`crate::compaction`] for the swap protocol).
 //! At most `max(1, compaction_threads)` jobs run at once, counting [`Engine::compact_now`] callers. A
 //! failed background job is logged and its partition skipped for [`limits::COMPACTION_RETRY_MS`].
-//! Partitions are *cold* once the table has data two partitions later; cold partitions are merged
-//! into one file.
+//! A partition is *cold* once the table has files in a later partition ("yesterday, once today has
+//! data"); cold partitions are merged into one file. Late rows for a cold partition therefore cost a
+//! rewrite of that partition per flush that carries them (bounded by the input limits).
 //!
 //! # Retention
 //! A database with `retention_ns > 0` keeps rows with `ts >= now − retention_ns`. Whole partitions
@@ -179,7 +180,9 @@ impl Engine {
             generation: self.inner.next_generation.load(Ordering::SeqCst) - 1,
             wal_seq: self.inner.wal.next_seq(),
         };
-        self.inner.catalog_log.lock().append(&[CatalogEntry::Tombstone(t.clone())])?;
+        // A failed append may leave a torn record that a later append would follow: stop accepting
+        // changes until a restart truncates it.
+        self.inner.catalog_log.lock().append(&[CatalogEntry::Tombstone(t.clone())]).inspect_err(|e| self.inner.poison(e))?;
         {
             let mut mem = self.inner.mem.write();
             mem.active.delete(db_id, table_id, t.series.as_deref(), ts_min, ts_max);
@@ -372,7 +375,7 @@ impl Inner {
                 }
                 part.sort_by_key(|s| s.id.generation);
                 let infos: Vec<FileInfo> = part.iter().map(|s| file_info(s, table_tombs)).collect();
-                let cold = p.saturating_add(p_ns.saturating_mul(2)) <= newest;
+                let cold = p.saturating_add(p_ns) <= newest;
                 let Some(run) = compaction::pick(&infos, cold) else { continue };
                 let Some(cols) = self.table_field_types(db, table) else { continue };
                 let mut cols: Vec<(ColId, FieldType)> = cols.into_iter().collect();
