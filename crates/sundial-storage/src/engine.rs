@@ -71,6 +71,11 @@ pub struct EngineConfig {
     pub partition_ns: i64,
     /// Frozen memtables waiting for flush before writers stall. Default 2.
     pub frozen_max: usize,
+    /// Bytes of all memtables (active + frozen, waiting for flush) at which writes stall and, if the
+    /// flush does not bring them below within `write_stall_timeout`, are refused with
+    /// [`Error::Overloaded`] (HTTP 503 + `Retry-After`). `None` (the default): twice
+    /// `memtable_bytes_max` — a flush starts at X, writes are refused at 2X.
+    pub memory_bytes_reject: Option<usize>,
     /// How long a stalled writer waits for the flush before its write is refused. Default 30 s.
     pub write_stall_timeout: Duration,
     /// Background compaction threads, also the bound on concurrent compactions (at least one is always
@@ -123,6 +128,7 @@ impl EngineConfig {
             flush_idle: Duration::from_millis(limits::FLUSH_IDLE_MS_DEFAULT),
             partition_ns: limits::PARTITION_NS_DEFAULT,
             frozen_max: 2,
+            memory_bytes_reject: None,
             write_stall_timeout: Duration::from_secs(30),
             compaction_threads: limits::COMPACTIONS_CONCURRENT_DEFAULT,
             retention_check_interval: Duration::from_millis(limits::RETENTION_CHECK_MS_DEFAULT),
@@ -192,6 +198,8 @@ struct Inner {
     next_tombstone_id: AtomicU64,
     compaction: maintenance::CompactionState,
     last_retention_run: Mutex<Instant>,
+    /// Tests: stop flushing (a stand-in for a disk slower than ingest).
+    flush_paused: AtomicBool,
 }
 
 pub struct Engine {
@@ -290,6 +298,7 @@ impl Engine {
             next_tombstone_id: AtomicU64::new(max_tombstone_id + 1),
             compaction: maintenance::CompactionState::default(),
             last_retention_run: Mutex::new(Instant::now()),
+            flush_paused: AtomicBool::new(false),
         });
         // Retention first, so that nothing expired is compacted or served.
         inner.enforce_retention()?;
@@ -440,6 +449,14 @@ impl Engine {
             }
         }
         TableSnapshot { db, table, ts_min, ts_max, cols: cols.to_vec(), segments, frozen, active, tombstones }
+    }
+
+    /// Tests: stops (or resumes) flushing, as if the disk could not keep up with ingest.
+    #[cfg(test)]
+    pub(crate) fn pause_flushes(&self, paused: bool) {
+        self.inner.flush_paused.store(paused, Ordering::SeqCst);
+        let _g = self.inner.flush_mx.lock();
+        self.inner.flush_cv.notify_all();
     }
 
     /// Bytes of segment files currently live, and the number of files.
@@ -686,17 +703,31 @@ impl Inner {
         Ok((batch, rejected))
     }
 
-    /// Waits while too many memtables are waiting for flush (backpressure); refuses after the timeout.
+    /// Waits while too many memtables, or too many memtable bytes, are waiting for flush
+    /// (backpressure); refuses after the timeout.
     fn stall_if_behind(&self) -> Result<()> {
         let deadline = Instant::now() + self.config.write_stall_timeout;
+        let reject_bytes = self.config.memory_bytes_reject.unwrap_or(self.config.memtable_bytes_max.saturating_mul(2));
         loop {
-            if self.mem.read().frozen.len() < self.config.frozen_max {
+            let (frozen, bytes) = {
+                let mem = self.mem.read();
+                (mem.frozen.len(), mem.active.bytes + mem.frozen.iter().map(|f| f.memtable.bytes).sum::<usize>())
+            };
+            if frozen < self.config.frozen_max && bytes < reject_bytes {
                 return Ok(());
             }
             self.check_poisoned()?;
             let mut g = self.flush_mx.lock();
             if Instant::now() >= deadline {
-                return Err(Error::Overloaded { reason: "memtable flush is behind (timeout)".into() });
+                let reason = if bytes >= reject_bytes {
+                    format!(
+                        "memtables hold {bytes} bytes, at or over the {reject_bytes}-byte limit (memory_bytes_reject, default 2 × memtable_bytes_max), and the flush did not catch up within {:?}",
+                        self.config.write_stall_timeout
+                    )
+                } else {
+                    format!("{frozen} memtables are waiting for flush (frozen_max {}); the flush is behind", self.config.frozen_max)
+                };
+                return Err(Error::Overloaded { reason });
             }
             self.flush_cv.notify_all();
             self.flush_cv.wait_for(&mut g, Duration::from_millis(50));
@@ -761,6 +792,9 @@ impl Inner {
         let _one = FLUSHING.lock();
         loop {
             self.check_poisoned()?;
+            if self.flush_paused.load(Ordering::SeqCst) {
+                return Ok(());
+            }
             let Some(f) = self.mem.read().frozen.front().cloned() else { return Ok(()) };
             let start = Instant::now();
             let n = self.flush_one(&f)?;

@@ -5,23 +5,44 @@
 //! header  := "SDSEG\0\0\0" version:u32 reserved:u32                     (16 bytes)
 //! chunk   := encoded timestamps or one encoded column of one block (see codec/)
 //! footer  := db:u32 table:u32 partition_start:i64 partition_ns:i64 generation:u64
-//!            [version >= 2: gen_min:u64 tombstones_applied:u64]
+//!            gen_min:u64 tombstones_applied:u64
 //!            n_blocks:uvarint block*
-//! block   := series:uvarint n_rows:uvarint ts_min:i64 ts_max:i64 ts_chunk
+//! block   := series_delta:uvarint n_rows:uvarint ts_min_off:uvarint ts_span:uvarint ts_chunk
 //!            n_cols:uvarint (col:uvarint type:u8 chunk stats)*
-//! chunk   := offset:uvarint len:uvarint crc32c:u32                      (a chunk reference)
-//! stats   := count:uvarint [if count > 0 and the type is not String:
-//!              min:u64 max:u64 sum:u64 sum_ok:u8 first:u64 last:u64] [if count > 0: first_ts:i64 last_ts:i64]
+//! chunk   := len:uvarint crc32c:u32                                     (a chunk reference)
+//! stats   := count:uvarint [if count > 0: first_ts_off:uvarint last_ts_off:uvarint values]
+//! values  := by type: Integer  min:ivarint (max−min):uvarint (first−min):uvarint (last−min):uvarint
+//!                              sum_ok:u8 [sum_ok = 1: sum:ivarint]
+//!                     UInteger the same with min and sum as uvarint
+//!                     Float    min:u64 max:u64 sum:u64 first:u64 last:u64 (f64 bits)
+//!                     Boolean  trues:uvarint first:u8 last:u8
+//!                     String   nothing
 //! trailer := footer_offset:u64 footer_len:u32 footer_crc:u32 n_blocks:u32 version:u32 "SDSEGEND"   (32 bytes)
 //! ```
+//! In a block, `series_delta` is the series id minus the previous block's (the first block's minus 0),
+//! `ts_min_off = ts_min − partition_start`, `ts_span = ts_max − ts_min`; in stats,
+//! `first_ts_off = first_ts − ts_min` and `last_ts_off = ts_max − last_ts`; differences wrap (two's
+//! complement) and are never negative in a valid file. A chunk reference has no offset: chunks are
+//! written back to back in footer order (each block's timestamp chunk, then its column chunks) from byte
+//! 16, so a chunk starts where the previous one ended, and the last one ends where the footer starts
+//! (checked at open). Booleans' `min`/`max` are derived: `min = (trues == count)`, `max = (trues > 0)`.
+//! Integer and float `sum_ok` is 0 when the sum overflowed (floats: always 1, not stored).
+//!
+//! Version 1 (still read) had no `gen_min`/`tombstones_applied`, and wrote blocks as
+//! `series:uvarint n_rows:uvarint ts_min:i64 ts_max:i64 ts_chunk n_cols:uvarint (col:uvarint type:u8
+//! chunk stats)*` with `chunk := offset:uvarint len:uvarint crc32c:u32` and
+//! `stats := count:uvarint [count > 0 and not String: min:u64 max:u64 sum:u64 sum_ok:u8 first:u64
+//! last:u64] [count > 0: first_ts:i64 last_ts:i64]`.
+//!
 //! Integers are little-endian. Statistic values are 8 raw bytes interpreted by the column type: f64 bits,
 //! i64 or u64 as is, booleans 0/1 (for booleans `sum` counts the `true`s). `sum_ok` is 0 when an integer
 //! sum overflowed. `first`/`last` are the values at `first_ts`/`last_ts`, the earliest and latest rows
 //! where the column is not null.
 //!
-//! Version history: **1** (foundation); **2** adds `gen_min` and `tombstones_applied` to the footer
-//! (compaction, see [`crate::compaction`]); header and trailer carry the version. This build writes 2
-//! and reads 1 and 2: a version-1 file reads as `gen_min = generation`, `tombstones_applied = 0`.
+//! Version history: **1** (foundation); **2** (storage v2) adds `gen_min` and `tombstones_applied` to
+//! the footer (compaction, see [`crate::compaction`]) and shrinks the block index about fourfold
+//! (varint statistics, implicit chunk offsets). Header and trailer carry the version. This build writes
+//! 2 and reads 1 and 2: a version-1 file reads as `gen_min = generation`, `tombstones_applied = 0`.
 //!
 //! A segment holds the rows of flush generations `gen_min..=generation` (one generation for a flush,
 //! a contiguous run for a compaction output), and has had every tombstone with id
@@ -40,7 +61,7 @@ use std::path::{Path, PathBuf};
 
 use crate::catalog::{ColId, DbId, SeriesId, TableId};
 use crate::codec;
-use crate::encoding::{Reader, put_i64, put_u8, put_u32, put_u64, put_uvarint};
+use crate::encoding::{Reader, put_i64, put_ivarint, put_u8, put_u32, put_u64, put_uvarint};
 use crate::error::{Error, Result};
 use crate::frame;
 use crate::limits::{BLOCK_ROWS_MAX, COLUMNS_PER_TABLE_MAX};
@@ -311,14 +332,8 @@ impl SegmentWriter {
     }
 }
 
-fn put_chunk(out: &mut Vec<u8>, c: &ChunkRef) {
-    put_uvarint(out, c.offset);
-    put_uvarint(out, u64::from(c.len));
-    put_u32(out, c.crc);
-}
-
 fn encode_footer(id: &SegmentId, blocks: &[BlockMeta]) -> Vec<u8> {
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(64 + blocks.len() * 32);
     put_u32(&mut out, id.db);
     put_u32(&mut out, id.table);
     put_i64(&mut out, id.partition_start);
@@ -327,57 +342,113 @@ fn encode_footer(id: &SegmentId, blocks: &[BlockMeta]) -> Vec<u8> {
     put_u64(&mut out, id.gen_min);
     put_u64(&mut out, id.tombstones_applied);
     put_uvarint(&mut out, blocks.len() as u64);
+    let mut prev_series = 0;
     for b in blocks {
-        put_uvarint(&mut out, u64::from(b.series));
+        put_uvarint(&mut out, u64::from(b.series - prev_series));
+        prev_series = b.series;
         put_uvarint(&mut out, u64::from(b.n_rows));
-        put_i64(&mut out, b.ts_min);
-        put_i64(&mut out, b.ts_max);
-        put_chunk(&mut out, &b.ts_chunk);
+        put_uvarint(&mut out, b.ts_min.wrapping_sub(id.partition_start) as u64);
+        put_uvarint(&mut out, b.ts_max.wrapping_sub(b.ts_min) as u64);
+        put_uvarint(&mut out, u64::from(b.ts_chunk.len));
+        put_u32(&mut out, b.ts_chunk.crc);
         put_uvarint(&mut out, b.cols.len() as u64);
         for c in &b.cols {
             put_uvarint(&mut out, u64::from(c.col));
             put_u8(&mut out, c.ty as u8);
-            put_chunk(&mut out, &c.chunk);
-            let s = &c.stats;
-            put_uvarint(&mut out, u64::from(s.count));
-            if s.count > 0 && c.ty != FieldType::String {
-                for v in [s.min, s.max, s.sum] {
-                    put_u64(&mut out, v);
-                }
-                put_u8(&mut out, u8::from(s.sum_ok));
-                put_u64(&mut out, s.first);
-                put_u64(&mut out, s.last);
-            }
-            if s.count > 0 {
-                put_i64(&mut out, s.first_ts);
-                put_i64(&mut out, s.last_ts);
-            }
+            put_uvarint(&mut out, u64::from(c.chunk.len));
+            put_u32(&mut out, c.chunk.crc);
+            put_stats(&mut out, c.ty, &c.stats, b);
         }
     }
     out
 }
 
-fn decode_chunk(r: &mut Reader<'_>) -> Option<ChunkRef> {
-    Some(ChunkRef { offset: r.uvarint()?, len: u32::try_from(r.uvarint()?).ok()?, crc: r.u32()? })
+/// Version-2 statistics: small values as varints, relative to the block or to the minimum.
+fn put_stats(out: &mut Vec<u8>, ty: FieldType, s: &ColStats, b: &BlockMeta) {
+    put_uvarint(out, u64::from(s.count));
+    if s.count == 0 {
+        return;
+    }
+    put_uvarint(out, s.first_ts.wrapping_sub(b.ts_min) as u64);
+    put_uvarint(out, b.ts_max.wrapping_sub(s.last_ts) as u64);
+    match ty {
+        FieldType::Integer | FieldType::UInteger => {
+            if ty == FieldType::Integer {
+                put_ivarint(out, s.min as i64);
+            } else {
+                put_uvarint(out, s.min);
+            }
+            for v in [s.max, s.first, s.last] {
+                put_uvarint(out, v.wrapping_sub(s.min));
+            }
+            put_u8(out, u8::from(s.sum_ok));
+            if s.sum_ok {
+                if ty == FieldType::Integer { put_ivarint(out, s.sum as i64) } else { put_uvarint(out, s.sum) }
+            }
+        }
+        FieldType::Float => {
+            for v in [s.min, s.max, s.sum, s.first, s.last] {
+                put_u64(out, v);
+            }
+        }
+        FieldType::Boolean => {
+            put_uvarint(out, s.sum);
+            put_u8(out, s.first as u8);
+            put_u8(out, s.last as u8);
+        }
+        FieldType::String => {}
+    }
 }
 
-fn decode_col(r: &mut Reader<'_>) -> Option<ColMeta> {
-    let col = ColId::try_from(r.uvarint()?).ok()?;
-    let ty = FieldType::from_u8(r.u8()?)?;
-    let chunk = decode_chunk(r)?;
-    let mut s = ColStats { count: u32::try_from(r.uvarint()?).ok()?, ..ColStats::default() };
-    if s.count > 0 && ty != FieldType::String {
-        (s.min, s.max, s.sum) = (r.u64()?, r.u64()?, r.u64()?);
-        s.sum_ok = r.u8()? != 0;
-        (s.first, s.last) = (r.u64()?, r.u64()?);
+fn get_stats(r: &mut Reader<'_>, ty: FieldType, ts_min: i64, ts_max: i64) -> Option<ColStats> {
+    let mut s = ColStats { count: u32::try_from(r.uvarint()?).ok()?, sum_ok: true, ..ColStats::default() };
+    if s.count == 0 {
+        return Some(s);
     }
-    if s.count > 0 {
-        (s.first_ts, s.last_ts) = (r.i64()?, r.i64()?);
+    s.first_ts = ts_min.wrapping_add(r.uvarint()? as i64);
+    s.last_ts = ts_max.wrapping_sub(r.uvarint()? as i64);
+    match ty {
+        FieldType::Integer | FieldType::UInteger => {
+            s.min = if ty == FieldType::Integer { r.ivarint()? as u64 } else { r.uvarint()? };
+            s.max = s.min.wrapping_add(r.uvarint()?);
+            s.first = s.min.wrapping_add(r.uvarint()?);
+            s.last = s.min.wrapping_add(r.uvarint()?);
+            s.sum_ok = match r.u8()? {
+                0 => false,
+                1 => true,
+                _ => return None,
+            };
+            if s.sum_ok {
+                s.sum = if ty == FieldType::Integer { r.ivarint()? as u64 } else { r.uvarint()? };
+            }
+        }
+        FieldType::Float => {
+            (s.min, s.max, s.sum, s.first, s.last) = (r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?);
+        }
+        FieldType::Boolean => {
+            s.sum = r.uvarint()?;
+            (s.first, s.last) = (u64::from(r.u8()?), u64::from(r.u8()?));
+            if s.sum > u64::from(s.count) || s.first > 1 || s.last > 1 {
+                return None;
+            }
+            s.min = u64::from(s.sum == u64::from(s.count));
+            s.max = u64::from(s.sum > 0);
+        }
+        FieldType::String => {}
     }
-    Some(ColMeta { col, ty, chunk, stats: s })
+    Some(s)
 }
 
-fn decode_footer(buf: &[u8], version: u32) -> Option<(SegmentId, Vec<BlockMeta>)> {
+/// A version-2 chunk reference: the length and checksum; the offset is where the previous chunk ended
+/// (chunks are written back to back, in footer order, from the end of the header).
+fn get_chunk(r: &mut Reader<'_>, next_offset: &mut u64) -> Option<ChunkRef> {
+    let len = u32::try_from(r.uvarint()?).ok()?;
+    let c = ChunkRef { offset: *next_offset, len, crc: r.u32()? };
+    *next_offset = next_offset.checked_add(u64::from(len))?;
+    Some(c)
+}
+
+fn decode_footer(buf: &[u8], version: u32, data_end: u64) -> Option<(SegmentId, Vec<BlockMeta>)> {
     let mut r = Reader::new(buf);
     let (db, table, partition_start, partition_ns, generation) = (r.u32()?, r.u32()?, r.i64()?, r.i64()?, r.u64()?);
     let (gen_min, tombstones_applied) = if version >= 2 { (r.u64()?, r.u64()?) } else { (generation, 0) };
@@ -387,16 +458,69 @@ fn decode_footer(buf: &[u8], version: u32) -> Option<(SegmentId, Vec<BlockMeta>)
     }
     let n = r.len(r.remaining())?;
     let mut blocks = Vec::with_capacity(n);
+    let mut next_offset = frame::HEADER_BYTES as u64;
+    let mut series = 0u32;
     for _ in 0..n {
+        let b = if version >= 2 {
+            series = series.checked_add(u32::try_from(r.uvarint()?).ok()?)?;
+            let n_rows = u32::try_from(r.uvarint()?).ok()?;
+            let ts_min = partition_start.wrapping_add(r.uvarint()? as i64);
+            let ts_max = ts_min.wrapping_add(r.uvarint()? as i64);
+            let ts_chunk = get_chunk(&mut r, &mut next_offset)?;
+            let nc = r.len(COLUMNS_PER_TABLE_MAX)?;
+            let mut cols = Vec::with_capacity(nc);
+            for _ in 0..nc {
+                let col = ColId::try_from(r.uvarint()?).ok()?;
+                let ty = FieldType::from_u8(r.u8()?)?;
+                let chunk = get_chunk(&mut r, &mut next_offset)?;
+                let stats = get_stats(&mut r, ty, ts_min, ts_max)?;
+                cols.push(ColMeta { col, ty, chunk, stats });
+            }
+            BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols }
+        } else {
+            v1::decode_block(&mut r)?
+        };
+        blocks.push(b);
+    }
+    if version >= 2 && next_offset != data_end {
+        return None;
+    }
+    r.is_empty().then_some((id, blocks))
+}
+
+/// The version-1 footer's block encoding: fixed-width statistics and explicit chunk offsets.
+mod v1 {
+    use super::*;
+
+    fn decode_chunk(r: &mut Reader<'_>) -> Option<ChunkRef> {
+        Some(ChunkRef { offset: r.uvarint()?, len: u32::try_from(r.uvarint()?).ok()?, crc: r.u32()? })
+    }
+
+    fn decode_col(r: &mut Reader<'_>) -> Option<ColMeta> {
+        let col = ColId::try_from(r.uvarint()?).ok()?;
+        let ty = FieldType::from_u8(r.u8()?)?;
+        let chunk = decode_chunk(r)?;
+        let mut s = ColStats { count: u32::try_from(r.uvarint()?).ok()?, ..ColStats::default() };
+        if s.count > 0 && ty != FieldType::String {
+            (s.min, s.max, s.sum) = (r.u64()?, r.u64()?, r.u64()?);
+            s.sum_ok = r.u8()? != 0;
+            (s.first, s.last) = (r.u64()?, r.u64()?);
+        }
+        if s.count > 0 {
+            (s.first_ts, s.last_ts) = (r.i64()?, r.i64()?);
+        }
+        Some(ColMeta { col, ty, chunk, stats: s })
+    }
+
+    pub(super) fn decode_block(r: &mut Reader<'_>) -> Option<BlockMeta> {
         let series = SeriesId::try_from(r.uvarint()?).ok()?;
         let n_rows = u32::try_from(r.uvarint()?).ok()?;
         let (ts_min, ts_max) = (r.i64()?, r.i64()?);
-        let ts_chunk = decode_chunk(&mut r)?;
+        let ts_chunk = decode_chunk(r)?;
         let nc = r.len(COLUMNS_PER_TABLE_MAX)?;
-        let cols = (0..nc).map(|_| decode_col(&mut r)).collect::<Option<Vec<_>>>()?;
-        blocks.push(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols });
+        let cols = (0..nc).map(|_| decode_col(r)).collect::<Option<Vec<_>>>()?;
+        Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols })
     }
-    r.is_empty().then_some((id, blocks))
 }
 
 /// An open segment: its footer index in memory, its blocks read on demand.
@@ -452,7 +576,7 @@ impl Segment {
         if crc32c::crc32c(&footer) != f_crc {
             return Err(corrupt(f_off, "footer checksum mismatch"));
         }
-        let (id, blocks) = decode_footer(&footer, head_version).ok_or_else(|| corrupt(f_off, "footer does not decode"))?;
+        let (id, blocks) = decode_footer(&footer, head_version, f_off).ok_or_else(|| corrupt(f_off, "footer does not decode"))?;
         let seg = Segment {
             path: path.to_path_buf(),
             id,
@@ -705,6 +829,44 @@ mod tests {
         }
         all.sort();
         assert_eq!(all, vec![-3, 10, 999, 1000, 1001]);
+    }
+
+    /// Every statistic of every type survives the version-2 footer, extreme values included.
+    #[test]
+    fn block_index_round_trips_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = SegmentId { db: 1, table: 2, partition_start: -1000, partition_ns: 1_000_000, generation: 9, gen_min: 3, tombstones_applied: 4 };
+        let mut w = SegmentWriter::create(&dir.path().join("x.seg"), id).unwrap();
+        let mut cols = vec![Column::new(FieldType::Integer), Column::new(FieldType::UInteger), Column::new(FieldType::Float),
+            Column::new(FieldType::Boolean), Column::new(FieldType::String)];
+        let values = [i64::MIN, -1, 0, 7, i64::MAX];
+        for (k, v) in values.iter().enumerate() {
+            if k == 0 {
+                cols.iter_mut().for_each(Column::push_null);
+                continue;
+            }
+            cols[0].push_value(&Value::Integer(*v));
+            cols[1].push_value(&Value::UInteger(*v as u64));
+            cols[2].push_value(&Value::Float(*v as f64 / 3.0));
+            cols[3].push_value(&Value::Boolean(k % 2 == 0));
+            cols[4].push_value(&Value::String(format!("s{k}")));
+        }
+        let ids: Vec<ColId> = (0..5).collect();
+        for series in [3, 3, 700] {
+            let base = if w.is_empty() { -990 } else { w.blocks.last().unwrap().ts_max + 1 };
+            let ts: Vec<i64> = (0..5).map(|i| base + i * 11).collect();
+            let rows = SeriesRows { series, ts, cols: cols.iter().cloned().map(Some).collect() };
+            w.add_block(&rows, 0..5, &ids).unwrap();
+        }
+        let written = w.blocks.clone();
+        let path = w.finish().unwrap();
+        let seg = Segment::open(&path).unwrap();
+        assert_eq!(seg.id, id);
+        assert_eq!(seg.blocks(), &written[..]);
+        let sum = seg.blocks()[0].col(0).unwrap().stats;
+        assert!(!sum.sum_ok, "i64::MIN + ... + i64::MAX overflows");
+        let ints = seg.read_series(700, i64::MIN, i64::MAX, &[(0, FieldType::Integer)]).unwrap();
+        assert_eq!(ints[0].cols[0].as_ref().unwrap().get(4), Some(Value::Integer(i64::MAX)));
     }
 
     #[test]

@@ -347,3 +347,42 @@ fn rows_written_after_a_delete_survive_replay_even_if_the_wal_restarted_numberin
     let e = Engine::open(config(dir.path())).unwrap();
     assert_eq!(read_all(&e), vec![("a".into(), 5, 55)]);
 }
+
+/// Backpressure: when flushing cannot keep up (paused here), memtables grow to twice the flush
+/// threshold and then writes are refused with the retryable `Overloaded` error, naming the limit;
+/// nothing acknowledged is lost, and writes succeed again once the flush catches up.
+#[test]
+fn writes_are_refused_at_twice_the_memtable_budget_and_resume_after_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.memtable_bytes_max = 20_000;
+    c.frozen_max = 1000; // only the byte budget stalls here
+    c.write_stall_timeout = Duration::ZERO;
+    let e = Engine::open(c).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    e.pause_flushes(true);
+    let mut acked = Vec::new();
+    let mut refused = None;
+    for i in 0..10_000i64 {
+        match e.write("db", &[point("a", i, i)]) {
+            Ok(_) => acked.push(("a".to_string(), i, i)),
+            Err(err) => {
+                refused = Some(err);
+                break;
+            }
+        }
+    }
+    let err = refused.expect("writes must be refused before 10,000 rows of ~30 bytes each");
+    assert!(matches!(err, Error::Overloaded { .. }), "{err}");
+    assert!(err.to_string().contains("40000-byte limit"), "{err}");
+    let (_, bytes) = e.memtable_usage();
+    assert!((40_000..40_100).contains(&bytes), "memtables hold {bytes} bytes at refusal");
+    e.pause_flushes(false);
+    e.flush().unwrap();
+    e.write("db", &[point("a", -1, -1)]).unwrap();
+    acked.push(("a".to_string(), -1, -1));
+    acked.sort();
+    drop(e);
+    let e = Engine::open(config(dir.path())).unwrap();
+    assert_eq!(read_all(&e), acked);
+}
