@@ -2,7 +2,8 @@
 //!
 //! Directory layout:
 //! ```text
-//! <data>/LOCK                      held (flock) while an engine has the directory open
+//! <data>/LOCK                      held (flock) while an engine has the directory open (also in every
+//!                                  extra data directory, which holds only db<id>/ partitions)
 //! <data>/catalog.log               catalog entries (catalog_log.rs)
 //! <data>/wal/<first_seq>.wal       write-ahead log files (wal.rs)
 //! <data>/db<id>/p<start_ns>/t<table>-g<gen_min>-<gen_max>.seg    segment files (segment.rs; format
@@ -49,6 +50,7 @@ use crate::error::{Error, Result};
 use crate::limits;
 use crate::memtable::MemGen;
 use crate::rows::{self, SeriesRows};
+use crate::placement::Placement;
 use crate::segment::{PartitionedWriter, Segment, is_canonical_name};
 use crate::tombstone::{self, Tombstone};
 use crate::types::{FieldType, Value};
@@ -57,7 +59,12 @@ use crate::wal::{self, SyncPolicy, Wal};
 /// Engine settings. Every field has a documented default (see [`EngineConfig::new`]).
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
+    /// The primary directory: lock, `catalog.log`, WAL, and segment files.
     pub data_dir: PathBuf,
+    /// More directories for segment files (other disks). A new partition goes to the directory with the
+    /// most free space (see [`crate::placement`]). Default: none. Each one is locked like `data_dir`; all
+    /// must be given again at every open (a partition in a directory left out is not served).
+    pub extra_data_dirs: Vec<PathBuf>,
     /// When writes are acknowledged. Default: [`SyncPolicy::Batch`].
     pub wal_sync: SyncPolicy,
     /// Bytes of the active memtable that start a flush. Default 256 MiB.
@@ -122,6 +129,7 @@ impl EngineConfig {
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
         EngineConfig {
             data_dir: data_dir.into(),
+            extra_data_dirs: Vec::new(),
             wal_sync: SyncPolicy::Batch,
             memtable_bytes_max: limits::MEMTABLE_BYTES_DEFAULT,
             flush_interval: Duration::from_millis(limits::FLUSH_INTERVAL_MS_DEFAULT),
@@ -179,7 +187,9 @@ type TombstoneSet = HashMap<(DbId, TableId), Vec<Arc<Tombstone>>>;
 
 struct Inner {
     config: EngineConfig,
-    _lock: File,
+    /// One per data directory, held (flock) while the engine is open.
+    _locks: Vec<File>,
+    placement: Placement,
     catalog: RwLock<Catalog>,
     catalog_log: Mutex<CatalogLog>,
     wal: Wal,
@@ -226,20 +236,25 @@ impl Engine {
     /// Opens (creating if needed) the data directory and recovers: catalog log, segments, then the WAL.
     pub fn open(config: EngineConfig) -> Result<Engine> {
         let dir = config.data_dir.clone();
-        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let lock_path = dir.join("LOCK");
-        let lock = File::create(&lock_path).map_err(io(&lock_path))?;
-        lock.try_lock().map_err(|_| Error::Io {
-            path: lock_path.clone(),
-            source: std::io::Error::other("the data directory is in use by another Sundial process"),
-        })?;
+        let placement = Placement::new(std::iter::once(&dir).chain(&config.extra_data_dirs).cloned().collect());
+        let mut locks = Vec::new();
+        for root in placement.roots() {
+            std::fs::create_dir_all(root).map_err(io(root))?;
+            let lock_path = root.join("LOCK");
+            let lock = File::create(&lock_path).map_err(io(&lock_path))?;
+            lock.try_lock().map_err(|_| Error::Io {
+                path: lock_path.clone(),
+                source: std::io::Error::other("the data directory is in use by another Sundial process"),
+            })?;
+            locks.push(lock);
+        }
 
         let (catalog_log, entries) = CatalogLog::open(&dir.join("catalog.log"))?;
         let mut catalog = Catalog::default();
         for e in &entries {
             catalog.apply(e)?;
         }
-        let segments = load_segments(&dir, &catalog)?;
+        let segments = load_segments(placement.roots(), &catalog)?;
         let mut tombstones = TombstoneSet::new();
         for e in &entries {
             if let CatalogEntry::Tombstone(t) = e {
@@ -282,7 +297,8 @@ impl Engine {
 
         let inner = Arc::new(Inner {
             config,
-            _lock: lock,
+            _locks: locks,
+            placement,
             catalog: RwLock::new(catalog),
             catalog_log: Mutex::new(catalog_log),
             wal,
@@ -361,7 +377,10 @@ impl Engine {
         drop(cat);
         self.inner.segments.write().retain(|(d, _), _| *d != db);
         self.inner.tombstones.write().retain(|(d, _), _| *d != db);
-        remove_dir_if_exists(&self.inner.config.data_dir.join(format!("db{db}")))
+        for root in self.inner.placement.roots() {
+            remove_dir_if_exists(&root.join(format!("db{db}")))?;
+        }
+        Ok(())
     }
 
     /// Drops a table (measurement) of a database and deletes its segment files.
@@ -523,8 +542,19 @@ fn filter_replayed(cat: &Catalog, tombstones: &TombstoneSet, seq: u64, mut b: Wr
 
 /// Opens every segment file of live tables; deletes leftovers (temp files, dropped tables); quarantines
 /// files that fail to open so the server can still start (the error is logged loudly).
-fn load_segments(dir: &Path, cat: &Catalog) -> Result<SegmentSet> {
+fn load_segments(roots: &[PathBuf], cat: &Catalog) -> Result<SegmentSet> {
     let mut set: SegmentSet = HashMap::new();
+    for dir in roots {
+        load_root(dir, cat, &mut set)?;
+    }
+    for v in set.values_mut() {
+        remove_superseded(v)?;
+        v.sort_by_key(|s| s.id.generation);
+    }
+    Ok(set)
+}
+
+fn load_root(dir: &Path, cat: &Catalog, set: &mut SegmentSet) -> Result<()> {
     for db_entry in std::fs::read_dir(dir).map_err(io(dir))? {
         let db_path = db_entry.map_err(io(dir))?.path();
         let Some(db_id) = dir_id(&db_path, "db") else { continue };
@@ -570,11 +600,7 @@ fn load_segments(dir: &Path, cat: &Catalog) -> Result<SegmentSet> {
             let _ = std::fs::remove_dir(&p_path);
         }
     }
-    for v in set.values_mut() {
-        remove_superseded(v)?;
-        v.sort_by_key(|s| s.id.generation);
-    }
-    Ok(set)
+    Ok(())
 }
 
 /// Deletes the files of one table that a compaction output covers (a crash between the output's rename
@@ -814,7 +840,6 @@ impl Inner {
     /// Writes one frozen memtable to segment files and publishes them; returns the number of files.
     fn flush_one(&self, f: &Frozen) -> Result<usize> {
         self.catalog_log.lock().append(&f.entries)?;
-        let dir = &self.config.data_dir;
         let mut published = Vec::new();
         let mut tables: Vec<_> = f.memtable.tables.iter().collect();
         tables.sort_by_key(|(k, _)| **k);
@@ -822,7 +847,7 @@ impl Inner {
             let Some(col_types) = self.table_field_types(db, table) else { continue };
             // Rows already past retention are not written (reads would never return them).
             let cutoff = self.retention_cutoff(db);
-            let mut w = PartitionedWriter::new(dir, db, table, self.config.partition_ns, f.generation);
+            let mut w = PartitionedWriter::with_placement(&self.placement, db, table, self.config.partition_ns, f.generation);
             let mut series: Vec<_> = mt.series.iter().collect();
             series.sort_by_key(|(s, _)| **s);
             for (sid, buf) in series {
@@ -845,13 +870,19 @@ impl Inner {
         let mut dirs: Vec<PathBuf> = published.iter().filter_map(|p| p.parent().map(Path::to_path_buf)).collect();
         dirs.sort();
         dirs.dedup();
+        let mut roots = Vec::new();
         for d in &dirs {
             sync_dir(d)?;
             if let Some(db_dir) = d.parent() {
                 sync_dir(db_dir)?;
+                roots.extend(db_dir.parent().map(Path::to_path_buf));
             }
         }
-        sync_dir(dir)?;
+        roots.sort();
+        roots.dedup();
+        for r in &roots {
+            sync_dir(r)?;
+        }
         let opened = published.iter().map(|p| Segment::open(p).map(Arc::new)).collect::<Result<Vec<_>>>()?;
         let n = opened.len();
         let mut segs = self.segments.write();

@@ -43,6 +43,16 @@
 //! against flush generations and WAL sequence numbers, see [`tombstone`]); WAL replay filters them;
 //! compaction rewrites the files holding them, which frees the disk.
 //!
+//! # Backpressure
+//! A flush starts when the active memtable reaches `EngineConfig::memtable_bytes_max` (X). Writers
+//! stall while all memtables together hold `memory_bytes_reject` (default 2X) or `frozen_max` frozen
+//! generations wait, and get [`Error::Overloaded`] (HTTP 503 + `Retry-After`) if the flush does not
+//! catch up within `write_stall_timeout`.
+//!
+//! # Several data directories
+//! `EngineConfig::extra_data_dirs` adds directories (disks) for segment files; each new partition goes
+//! to the one with the most free space, ties broken by fewest partitions ([`placement`]).
+//!
 //! # Format versions
 //! Segment files are version 2 ([`segment::VERSION`]): the footer gained `gen_min` and
 //! `tombstones_applied`. Version-1 files are read (and rewritten as version 2 when compacted); a newer
@@ -93,6 +103,7 @@ pub mod error;
 pub mod frame;
 pub mod limits;
 pub mod memtable;
+pub mod placement;
 pub mod rows;
 pub mod segment;
 pub mod tombstone;

@@ -697,7 +697,7 @@ impl Segment {
 
 /// Groups of segment writers, one per partition, for one table of one flush.
 pub struct PartitionedWriter {
-    dir: PathBuf,
+    placement: crate::placement::Placement,
     db: DbId,
     table: TableId,
     partition_ns: i64,
@@ -724,8 +724,14 @@ pub fn is_canonical_name(path: &Path, id: &SegmentId) -> bool {
 }
 
 impl PartitionedWriter {
+    /// Writes every partition under one data directory.
     pub fn new(dir: &Path, db: DbId, table: TableId, partition_ns: i64, generation: u64) -> Self {
-        PartitionedWriter { dir: dir.to_path_buf(), db, table, partition_ns, generation, writers: HashMap::new() }
+        Self::with_placement(&crate::placement::Placement::new(vec![dir.to_path_buf()]), db, table, partition_ns, generation)
+    }
+
+    /// Writes each partition in the data directory `placement` chooses for it.
+    pub fn with_placement(placement: &crate::placement::Placement, db: DbId, table: TableId, partition_ns: i64, generation: u64) -> Self {
+        PartitionedWriter { placement: placement.clone(), db, table, partition_ns, generation, writers: HashMap::new() }
     }
 
     /// Splits `rows` by partition and writes them.
@@ -743,7 +749,7 @@ impl PartitionedWriter {
             let w = match self.writers.entry(p) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(v) => {
-                    let dir = partition_dir(&self.dir, self.db, p);
+                    let dir = self.placement.partition_dir(self.db, p);
                     std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
                     let id = SegmentId {
                         db: self.db,

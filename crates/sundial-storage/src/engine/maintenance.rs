@@ -208,9 +208,9 @@ impl Engine {
         out
     }
 
-    /// Bytes of every file under the data directory (what `du` would count, without block rounding).
+    /// Bytes of every file under the data directories (what `du` would count, without block rounding).
     pub fn data_dir_bytes(&self) -> Result<u64> {
-        dir_bytes(&self.inner.config.data_dir)
+        self.inner.placement.roots().iter().map(|r| dir_bytes(r)).sum()
     }
 }
 

@@ -386,3 +386,36 @@ fn writes_are_refused_at_twice_the_memtable_budget_and_resume_after_flush() {
     let e = Engine::open(config(dir.path())).unwrap();
     assert_eq!(read_all(&e), acked);
 }
+
+/// Several data directories: new partitions spread over both (same filesystem here, so the tie-break
+/// on partition count alternates them), everything is read back across a restart, compaction keeps a
+/// partition in its directory, and dropping the database empties both.
+#[test]
+fn partitions_spread_over_several_data_directories() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut c = config(a.path());
+    c.extra_data_dirs = vec![b.path().to_path_buf()];
+    c.partition_ns = 100;
+    let expected;
+    {
+        let e = Engine::open(c.clone()).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        for round in 0..5i64 {
+            let pts: Vec<_> = (0..40).map(|i| point("h", i * 25 + round, round)).collect();
+            e.write("db", &pts).unwrap();
+            e.flush().unwrap();
+        }
+        e.compact_now().unwrap();
+        expected = read_all(&e);
+        assert_eq!(expected.len(), 200);
+    }
+    let segs = |d: &Path| walk(d).into_iter().filter(|p| p.extension().is_some_and(|x| x == "seg")).count();
+    let (in_a, in_b) = (segs(a.path()), segs(b.path()));
+    assert!(in_a >= 4 && in_b >= 4, "{in_a} files in the first directory, {in_b} in the second");
+    assert!(in_a + in_b <= 10, "10 partitions, each compacted into one directory: {in_a} + {in_b}");
+    let e = Engine::open(c).unwrap();
+    assert!(matches!(Engine::open(config(b.path())), Err(Error::Io { .. })), "the extra directory is locked");
+    assert_eq!(read_all(&e), expected);
+    e.drop_database("db", false).unwrap();
+    assert_eq!(segs(a.path()) + segs(b.path()), 0);
+}

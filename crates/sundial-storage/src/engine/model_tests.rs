@@ -44,6 +44,8 @@ struct Model {
 
 struct Harness {
     dir: tempfile::TempDir,
+    /// A second data directory (some runs), so partitions spread over two.
+    extra_dir: Option<tempfile::TempDir>,
     now: Arc<AtomicI64>,
     compaction_threads: usize,
     engine: Option<Engine>,
@@ -60,6 +62,7 @@ impl Harness {
         c.memtable_bytes_max = 3000;
         c.compaction_threads = self.compaction_threads;
         c.clock = Clock::manual(self.now.clone());
+        c.extra_data_dirs = self.extra_dir.iter().map(|d| d.path().to_path_buf()).collect();
         c
     }
 
@@ -253,10 +256,11 @@ impl Harness {
 }
 
 fn run(seed: u64, steps: usize, compaction_threads: usize) {
-    eprintln!("model test: seed {seed}, {steps} steps, compaction_threads {compaction_threads} (replay: SUNDIAL_MODEL_SEED={seed})");
+    eprintln!("model test: seed {seed}, {steps} steps, compaction_threads {compaction_threads} (replay: SUNDIAL_MODEL_SEED={seed}); two data directories when compaction_threads > 0");
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let mut h = Harness {
         dir: tempfile::tempdir().unwrap(),
+        extra_dir: (compaction_threads > 0).then(|| tempfile::tempdir().unwrap()),
         now: Arc::new(AtomicI64::new(0)),
         compaction_threads,
         engine: None,
@@ -319,7 +323,7 @@ fn model_random_ops_match_reference_with_synchronous_compaction() {
 }
 
 #[test]
-fn model_random_ops_match_reference_with_background_compaction() {
+fn model_random_ops_match_reference_with_background_compaction_and_two_data_dirs() {
     for seed in seeds() {
         run(seed + 1000, 300, 2);
     }
