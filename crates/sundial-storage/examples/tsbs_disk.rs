@@ -75,6 +75,36 @@ fn tags(i: usize, rng: &mut Rng) -> Vec<(String, String)> {
     ]
 }
 
+/// User + system CPU seconds of this process so far (Linux `/proc/self/stat`, 100 ticks per second).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    // After the command name: field 3 is the state (a letter), then ppid (4) … utime (14), stime (15).
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+    (tick(11) + tick(12)) as f64 / 100.0
+}
+
+/// Milliseconds to read the last day of `usage_user` of every host (the query-latency probe).
+fn read_last_day(engine: &Engine, now: i64) -> f64 {
+    let start = Instant::now();
+    let (db, table, col, n) = {
+        let cat = engine.catalog();
+        let d = cat.db("benchmark").expect("db");
+        let t = d.table("cpu").expect("table");
+        (d.id, t.id, t.column("usage_user").expect("column").id, t.series_count() as u32)
+    };
+    let series: Vec<u32> = (0..n).collect();
+    let cols = [(col, sundial_storage::types::FieldType::Integer)];
+    let snap = engine.snapshot(db, table, &series, now - 8640 * TEN_S, now, &cols);
+    let mut total = 0usize;
+    for s in &series {
+        total += snap.read_series(*s).expect("read").map_or(0, |r| r.len());
+    }
+    assert!(total > 0);
+    start.elapsed().as_secs_f64() * 1000.0
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let hosts: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(100);
@@ -95,6 +125,10 @@ fn main() {
     let started = Instant::now();
     let mut rows = 0u64;
     let mut step = 0;
+    let mut tenth = (Instant::now(), 0u64, 1i64, cpu_seconds());
+    // rows/cpu-s counts every thread of the process (ingest, WAL, flush, compaction): on a shared
+    // machine it is steadier than rows/s, and it shows whether compaction work per row grows.
+    println!("tenth  rows/s  rows/cpu-s  segment-files  read-1-day-all-hosts-ms");
     while step < steps {
         let mut points = Vec::with_capacity(hosts * batch_steps as usize);
         for s in step..(step + batch_steps).min(steps) {
@@ -115,6 +149,13 @@ fn main() {
         assert!(out.rejected.is_empty());
         rows += out.rows_written as u64;
         step += batch_steps;
+        if step >= steps * tenth.2 / 10 {
+            let rate = (rows - tenth.1) as f64 / tenth.0.elapsed().as_secs_f64();
+            let cpu_rate = (rows - tenth.1) as f64 / (cpu_seconds() - tenth.3).max(1e-9);
+            let read_ms = read_last_day(&engine, T0 + step * TEN_S);
+            println!("{:>5}  {rate:>6.0}  {cpu_rate:>10.0}  {:>13}  {read_ms:>23.1}", tenth.2, engine.disk_usage().1);
+            tenth = (Instant::now(), rows, tenth.2 + 1, cpu_seconds());
+        }
     }
     let ingest_s = started.elapsed().as_secs_f64();
     engine.flush().expect("flush");

@@ -316,7 +316,9 @@ impl Inner {
                 Claim::Busy | Claim::Idle => {
                     let mut g = self.compaction.claims.lock();
                     if !self.shutdown.load(Ordering::SeqCst) {
-                        self.compaction.cv.wait_for(&mut g, Duration::from_secs(1));
+                        // Flushes, deletes and finished jobs wake this at once; the timeout only
+                        // retries partitions whose last job failed.
+                        self.compaction.cv.wait_for(&mut g, Duration::from_secs(5));
                     }
                 }
             }
