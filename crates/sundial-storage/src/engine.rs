@@ -318,6 +318,7 @@ impl Engine {
         });
         // Retention first, so that nothing expired is compacted or served.
         inner.enforce_retention()?;
+        inner.retire_tombstones();
         let worker = inner.clone();
         let flusher = std::thread::Builder::new()
             .name("sundial-flush".into())

@@ -41,7 +41,9 @@
 //! [`tombstone::Tombstone`] to `catalog.log` and fsyncs it before returning. Reads hide matching rows
 //! at once; rows written later, even at the same timestamps, stay visible (tombstones are ordered
 //! against flush generations and WAL sequence numbers, see [`tombstone`]); WAL replay filters them;
-//! compaction rewrites the files holding them, which frees the disk.
+//! compaction rewrites the files holding them, which frees the disk, and then retires the tombstone
+//! from memory. [`Engine::summarize`] (block statistics) declines ranges a tombstone touches and
+//! [`Engine::snapshot_tail`] reads such sources whole, so both stay exact; both also honour retention.
 //!
 //! # Backpressure
 //! A flush starts when the active memtable reaches `EngineConfig::memtable_bytes_max` (X). Writers

@@ -843,7 +843,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let id = SegmentId { db: 1, table: 2, partition_start: -1000, partition_ns: 1_000_000, generation: 9, gen_min: 3, tombstones_applied: 4 };
         let mut w = SegmentWriter::create(&dir.path().join("x.seg"), id).unwrap();
-        let mut cols = vec![Column::new(FieldType::Integer), Column::new(FieldType::UInteger), Column::new(FieldType::Float),
+        let mut cols = [Column::new(FieldType::Integer), Column::new(FieldType::UInteger), Column::new(FieldType::Float),
             Column::new(FieldType::Boolean), Column::new(FieldType::String)];
         let values = [i64::MIN, -1, 0, 7, i64::MAX];
         for (k, v) in values.iter().enumerate() {

@@ -22,7 +22,9 @@
 //! [`Engine::delete`] writes a tombstone to `catalog.log` (fsynced), removes matching rows from the
 //! active memtable, and publishes the tombstone for reads, all under the write lock; see
 //! [`crate::tombstone`] for why every row written before the call is hidden and every row written
-//! after it is not. Compaction rewrites files holding hidden rows (picker rule 1), which frees the disk.
+//! after it is not. Compaction rewrites files holding hidden rows (picker rule 1), which frees the disk;
+//! then the tombstone is retired from memory (`retire_tombstones`), so that the per-table limit counts
+//! only deletes whose rows are still on disk.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -114,7 +116,10 @@ impl Engine {
                         self.inner.compaction.cv.wait_for(&mut g, Duration::from_millis(100));
                     }
                 }
-                Claim::Idle => return Ok(report),
+                Claim::Idle => {
+                    self.inner.retire_tombstones();
+                    return Ok(report);
+                }
             }
         }
     }
@@ -196,6 +201,12 @@ impl Engine {
     /// are never reused); they simply have no rows, and a later write to the same tag set reuses the id.
     pub fn drop_series(&self, db: &str, table: &str, series: &[SeriesId]) -> Result<()> {
         self.delete(db, table, Some(series), i64::MIN, i64::MAX)
+    }
+
+    /// Deletes of a table still kept in memory (see `retire_tombstones`): the ones reads may still
+    /// have to apply.
+    pub fn live_tombstones(&self, db: DbId, table: TableId) -> usize {
+        self.inner.tombstones.read().get(&(db, table)).map_or(0, Vec::len)
     }
 
     /// Segment files per partition start of one table: the read amplification a scan of that
@@ -296,6 +307,7 @@ impl Inner {
         for path in &expired {
             remove_file_if_exists(path)?;
         }
+        self.retire_tombstones();
         if !expired.is_empty() {
             tracing::info!(files = expired.len(), "retention: deleted expired partitions");
         }
@@ -322,6 +334,31 @@ impl Inner {
                     }
                 }
             }
+        }
+    }
+
+    /// Forgets, in memory, the tombstones that can no longer hide anything: no live segment holds rows
+    /// they hide that were not already removed, and no frozen memtable is old enough for them (the active
+    /// memtable was cleaned by the delete itself). They stay in `catalog.log`, where WAL replay needs them;
+    /// the limit [`limits::TOMBSTONES_PER_TABLE_MAX`] counts the ones in memory.
+    pub(super) fn retire_tombstones(&self) {
+        let mem = self.mem.read();
+        let oldest_frozen = mem.frozen.iter().map(|f| f.generation).min().unwrap_or(u64::MAX);
+        let mut tombstones = self.tombstones.write();
+        let segs = self.segments.read();
+        let mut retired = 0;
+        for (key, list) in tombstones.iter_mut() {
+            let files = segs.get(key).map(Vec::as_slice).unwrap_or(&[]);
+            list.retain(|t| {
+                let needed = oldest_frozen <= t.generation
+                    || files.iter().any(|s| t.id > s.id.tombstones_applied && t.hides_generation(s.id.generation) && s.has_rows_hidden_by(t));
+                retired += usize::from(!needed);
+                needed
+            });
+        }
+        tombstones.retain(|_, list| !list.is_empty());
+        if retired > 0 {
+            tracing::debug!(retired, "tombstones no longer needed in memory");
         }
     }
 
@@ -427,6 +464,7 @@ impl Inner {
             }
         }
         sync_dir(&dir)?;
+        self.retire_tombstones();
         let report = JobReport {
             files_in: job.inputs.len(),
             files_out: usize::from(output.is_some()),

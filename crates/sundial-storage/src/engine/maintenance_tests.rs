@@ -201,9 +201,12 @@ fn deletes_hide_rows_at_once_keep_later_writes_and_free_disk_after_compaction() 
     let e = Engine::open(config(dir.path())).unwrap();
     assert_eq!(read_all(&e), expected, "after WAL replay");
     e.flush().unwrap();
+    let (db, t) = ids(&e);
+    assert_eq!(e.live_tombstones(db, t), 2);
     let r = e.compact_now().unwrap();
     assert!(r.rows_deleted >= 8 * 3000, "{r:?}");
     assert_eq!(read_all(&e), expected, "after compaction");
+    assert_eq!(e.live_tombstones(db, t), 0, "applied everywhere, so no longer needed in memory");
     let after = e.data_dir_bytes().unwrap();
     assert!(after * 3 < before, "data dir {before} bytes before the delete, {after} after compaction");
     drop(e);
