@@ -422,3 +422,38 @@ fn partitions_spread_over_several_data_directories() {
     e.drop_database("db", false).unwrap();
     assert_eq!(segs(a.path()) + segs(b.path()), 0);
 }
+
+/// The streaming merge with several blocks per input: four flushes of one long series with interleaved
+/// and overlapping timestamps (each flush more than `BLOCK_ROWS_MAX` rows) merge into full, sorted,
+/// disjoint blocks, last write wins, nothing lost.
+#[test]
+fn merging_inputs_of_many_blocks_each_streams_into_full_sorted_blocks() {
+    use crate::limits::BLOCK_ROWS_MAX;
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    let n = (BLOCK_ROWS_MAX * 2 + 100) as i64;
+    let mut expected = std::collections::BTreeMap::new();
+    for flush in 0..4i64 {
+        // Flush k writes ts ≡ k (mod 3) over a shifted range: inputs interleave and overlap.
+        let pts: Vec<_> = (0..n).map(|i| point("a", flush * 1000 + i * 3 + flush % 3, flush)).collect();
+        for p in &pts {
+            expected.insert(p.ts, flush);
+        }
+        for chunk in pts.chunks(10_000) {
+            e.write("db", chunk).unwrap();
+        }
+        e.flush().unwrap();
+    }
+    let r = e.compact_now().unwrap();
+    assert_eq!((r.files_in, r.files_out), (4, 1), "{r:?}");
+    let expected: Vec<(String, i64, i64)> = expected.into_iter().map(|(ts, v)| ("a".to_string(), ts, v)).collect();
+    assert_eq!(read_all(&e), expected);
+    let seg = walk(dir.path()).into_iter().find(|p| p.extension().is_some_and(|x| x == "seg")).unwrap();
+    let seg = Segment::open(&seg).unwrap();
+    let blocks = seg.blocks();
+    let total: usize = blocks.iter().map(|b| b.n_rows as usize).sum();
+    assert_eq!(total, expected.len());
+    assert_eq!(blocks.len(), total.div_ceil(BLOCK_ROWS_MAX), "blocks are filled before a new one starts");
+    assert!(blocks.windows(2).all(|w| w[0].ts_max < w[1].ts_min));
+}
