@@ -18,7 +18,8 @@ pub fn storage_status(e: &StorageError) -> StatusCode {
         | StorageError::FieldTypeConflict { .. }
         | StorageError::ColumnKindConflict { .. }
         | StorageError::LimitExceeded { .. }
-        | StorageError::InvalidArgument { .. } => StatusCode::BAD_REQUEST,
+        | StorageError::InvalidArgument { .. }
+        | StorageError::BeyondRetention { .. } => StatusCode::BAD_REQUEST,
         StorageError::Overloaded { .. } => StatusCode::SERVICE_UNAVAILABLE,
         StorageError::Io { .. }
         | StorageError::Corrupt { .. }

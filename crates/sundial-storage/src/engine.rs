@@ -681,7 +681,12 @@ impl Inner {
     /// Resolves names to ids, creating catalog entries as needed; returns the batch and rejected lines.
     fn resolve(&self, db: &str, points: &[WritePoint<'_>]) -> Result<(WriteBatch, Vec<(usize, Error)>)> {
         let mut guard = self.catalog.upgradable_read();
-        let db_id = guard.db(db).ok_or_else(|| Error::DatabaseNotFound { name: db.to_string() })?.id;
+        let (db_id, retention_ns) = {
+            let d = guard.db(db).ok_or_else(|| Error::DatabaseNotFound { name: db.to_string() })?;
+            (d.id, d.retention_ns)
+        };
+        // Rows older than the retention would never be returned: refuse them per line, as InfluxDB does.
+        let cutoff = if retention_ns > 0 { self.config.clock.now_ns().saturating_sub(retention_ns) } else { i64::MIN };
         let mut batch = WriteBatch::new(db_id);
         let mut rejected = Vec::new();
         let mut field_types: Vec<(&str, FieldType)> = Vec::new();
@@ -692,6 +697,10 @@ impl Inner {
         let mut known: crate::FastMap<(&str, &[(&str, &str)]), (TableId, SeriesId)> = crate::FastMap::default();
         let mut last_fields: Option<(TableId, Vec<(ColId, FieldType)>, usize)> = None;
         for (i, p) in points.iter().enumerate() {
+            if p.ts < cutoff {
+                rejected.push((p.line, Error::BeyondRetention { db: db.to_string(), ts: p.ts, cutoff, retention_ns }));
+                continue;
+            }
             if let (Some(&(table, series)), Some((t, cols, prev))) = (known.get(&(p.table, &p.tags[..])), &last_fields) {
                 let prev = &points[*prev].fields;
                 let same = *t == table

@@ -32,6 +32,11 @@ pub enum Error {
     #[error("column \"{name}\" of table \"{table}\" is a tag here but a field elsewhere (or the reverse)")]
     ColumnKindConflict { table: String, name: String },
 
+    #[error(
+        "points beyond retention policy: timestamp {ts} is older than {cutoff} (now minus the {retention_ns} ns retention of database \"{db}\"), so it would never be returned; write newer points or raise the retention"
+    )]
+    BeyondRetention { db: String, ts: i64, cutoff: i64, retention_ns: i64 },
+
     #[error("invalid argument: {what}; {fix}")]
     InvalidArgument { what: String, fix: &'static str },
 
@@ -88,6 +93,7 @@ impl Error {
                 | Error::ColumnKindConflict { .. }
                 | Error::LimitExceeded { .. }
                 | Error::InvalidArgument { .. }
+                | Error::BeyondRetention { .. }
         )
     }
 }

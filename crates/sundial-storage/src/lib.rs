@@ -34,7 +34,9 @@
 //! 0 = forever). Partitions that end at or before `now − retention` are deleted at open, every
 //! `EngineConfig::retention_check_interval` (default 60 s) and on [`Engine::enforce_retention_now`].
 //! Reads clamp their range to `now − retention`, so rows older than that are never served, even from a
-//! memtable or a partially expired partition; the flush does not write them.
+//! memtable or a partially expired partition; the flush does not write them. A write of a row older
+//! than that is refused for its line with [`Error::BeyondRetention`] ("points beyond retention
+//! policy", as InfluxDB says); the other lines of the request are kept.
 //!
 //! # Deletes
 //! [`Engine::delete`]`(db, table, series, ts_min, ts_max)` (and [`Engine::drop_series`]) appends a

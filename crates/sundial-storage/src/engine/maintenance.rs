@@ -15,8 +15,8 @@
 //! ending at or before that point are unpublished and their files deleted: at open, every
 //! `retention_check_interval` on the flush thread, and on [`Engine::enforce_retention_now`]. Reads clamp
 //! their time range to the same point, so rows older than the retention are never served, whether in a
-//! memtable or a partition that is not yet wholly expired. [`Engine::set_retention`] changes it (a
-//! durable catalog entry).
+//! memtable or a partition that is not yet wholly expired; writes of such rows are refused per line
+//! ([`Error::BeyondRetention`]). [`Engine::set_retention`] changes it (a durable catalog entry).
 //!
 //! # Deletes
 //! [`Engine::delete`] writes a tombstone to `catalog.log` (fsynced), removes matching rows from the

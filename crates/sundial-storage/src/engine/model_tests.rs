@@ -93,7 +93,10 @@ impl Harness {
             .map(|(h, ts, f)| WritePoint { line: 1, table: "cpu", tags: vec![("host", h)], fields: f.clone(), ts: *ts })
             .collect();
         let out = self.e().write("db", &wp).unwrap();
-        assert_eq!(out.rows_written, points.len());
+        let old = points.iter().filter(|p| p.1 < self.model.cutoff).count();
+        assert_eq!(out.rows_written, points.len() - old, "rows older than the retention are refused");
+        assert_eq!(out.rejected.len(), old);
+        assert!(out.rejected.iter().all(|(_, e)| matches!(e, Error::BeyondRetention { .. })));
         for (h, ts, fields) in points {
             if ts < self.model.cutoff {
                 continue;
