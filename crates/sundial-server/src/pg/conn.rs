@@ -519,12 +519,16 @@ impl Conn {
                 let statement = portal.statement.clone();
                 let params = portal.params.clone();
                 let session = self.session.as_mut().expect("session");
-                let fut = session.execute(&statement, params);
+                let guard = super::cancel::QueryGuard { entry: entry.clone(), generation };
+                let fut = session.execute(&statement, params, &guard);
                 let outcome = match guarded(&mut self.rd, &mut self.inbuf, &entry, generation, fut).await {
                     Ok(Ok(o)) => o,
                     Ok(Err(e)) => return Ok(Err(e)),
                     Err(Interrupt::Canceled) => return Ok(Err(PgError::canceled())),
-                    Err(Interrupt::Disconnected) => return Err(End::Closed),
+                    Err(Interrupt::Disconnected) => {
+                        entry.cancel.cancel();
+                        return Err(End::Closed);
+                    }
                 };
                 match outcome {
                     Outcome::Command(tag) => {
@@ -571,7 +575,10 @@ impl Conn {
                         Ok(Some(Err(e))) => return Ok(Err(super::errors::from_datafusion(&e, &portal.statement.sql))),
                         Ok(None) => break,
                         Err(Interrupt::Canceled) => return Ok(Err(PgError::canceled())),
-                        Err(Interrupt::Disconnected) => return Err(End::Closed),
+                        Err(Interrupt::Disconnected) => {
+                            entry.cancel.cancel();
+                            return Err(End::Closed);
+                        }
                     },
                 },
             };

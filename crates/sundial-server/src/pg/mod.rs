@@ -16,6 +16,7 @@
 //! SQL runs through the same [`sundial_query::QueryEngine`] catalog as `/api/v1/sql`; the database named
 //! in the start-up message is the session's default schema.
 
+pub mod cancel;
 pub mod catalog;
 pub mod conn;
 pub mod errors;

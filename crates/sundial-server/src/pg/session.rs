@@ -27,6 +27,7 @@ use sundial_query::datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use sundial_query::datafusion::sql::sqlparser::parser::Parser;
 use sundial_storage::Engine;
 
+use super::cancel::QueryGuard;
 use super::catalog::{self, SessionFacts};
 use super::errors::{PgError, code, from_datafusion, from_query};
 use super::ingest::{CopyFormat, CopyIn, Target};
@@ -350,14 +351,17 @@ impl Session {
     }
 
     /// Runs a prepared statement with bound parameters.
-    pub async fn execute(&mut self, p: &Prepared, params: Vec<ScalarValue>) -> Result<Outcome, PgError> {
+    pub async fn execute(&mut self, p: &Prepared, params: Vec<ScalarValue>, guard: &QueryGuard) -> Result<Outcome, PgError> {
         match &p.kind {
             Kind::Empty => Ok(Outcome::Empty),
             Kind::Query(plan) => {
                 let plan = if params.is_empty() { plan.clone() } else { plan.clone().with_param_values(params).map_err(|e| from_datafusion(&e, &p.sql))? };
                 let df = self.ctx.execute_logical_plan(plan).await.map_err(|e| from_datafusion(&e, &p.sql))?;
-                let stream = df.execute_stream().await.map_err(|e| from_datafusion(&e, &p.sql))?;
-                Ok(Outcome::Stream(stream))
+                let task_ctx = Arc::new(df.task_ctx());
+                let physical = df.create_physical_plan().await.map_err(|e| from_datafusion(&e, &p.sql))?;
+                let physical = super::cancel::wrap(physical, guard).map_err(|e| from_datafusion(&e, &p.sql))?;
+                let stream = sundial_query::datafusion::physical_plan::execute_stream(physical, task_ctx).map_err(|e| from_datafusion(&e, &p.sql))?;
+                Ok(Outcome::Stream(super::cancel::spawn_stream(stream)))
             }
             Kind::Fixed { batches, .. } => Ok(Outcome::Batches(batches.clone())),
             Kind::Set { name, value } => {
