@@ -140,6 +140,7 @@ impl CatalogProvider for PgCatalogProvider {
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
         match name {
             "pg_catalog" => Some(Arc::new(PgCatalogSchema { engine: self.engine.clone(), facts: self.facts.clone() })),
+            "information_schema" => Some(Arc::new(PgCatalogSchema { engine: self.engine.clone(), facts: self.facts.clone() })),
             "public" if self.engine.catalog().db("public").is_none() => self.inner.schema(&self.facts.db),
             _ => self.inner.schema(name),
         }
@@ -154,6 +155,7 @@ pub struct PgCatalogSchema {
 }
 
 const TABLES: &[&str] = &[
+    "tables", "columns", "schemata",
     "pg_namespace", "pg_class", "pg_attribute", "pg_type", "pg_database", "pg_roles", "pg_user", "pg_authid",
     "pg_settings", "pg_am", "pg_tablespace", "pg_stat_activity", "pg_tables",
 ];
@@ -228,6 +230,49 @@ impl PgCatalogSchema {
         let cat = self.engine.catalog();
         let dbs = cat.dbs();
         Some(match name {
+            // information_schema, PostgreSQL flavoured (type names as PostgreSQL spells them; Grafana picks
+            // time columns by them).
+            "tables" => {
+                let sch = schema_of(&[("table_catalog", S), ("table_schema", S), ("table_name", S), ("table_type", S)]);
+                let mut rows = Vec::new();
+                for d in &dbs {
+                    for t in d.tables() {
+                        rows.push(vec![s(&d.name), s(&d.name), s(&t.name), s("BASE TABLE")]);
+                    }
+                }
+                (sch, rows)
+            }
+            "schemata" => {
+                let sch = schema_of(&[("catalog_name", S), ("schema_name", S), ("schema_owner", S)]);
+                let mut rows: Rows = dbs.iter().map(|d| vec![s(&d.name), s(&d.name), s(OWNER_NAME)]).collect();
+                rows.push(vec![s(&self.facts.db), s("pg_catalog"), s(OWNER_NAME)]);
+                rows.push(vec![s(&self.facts.db), s("information_schema"), s(OWNER_NAME)]);
+                (sch, rows)
+            }
+            "columns" => {
+                let sch = schema_of(&[
+                    ("table_catalog", S), ("table_schema", S), ("table_name", S), ("column_name", S), ("ordinal_position", I),
+                    ("column_default", S), ("is_nullable", S), ("data_type", S), ("udt_name", S),
+                ]);
+                let mut rows = Vec::new();
+                for d in &dbs {
+                    for t in d.tables() {
+                        let mut cols: Vec<(&str, Option<ColumnKind>)> =
+                            t.columns().iter().filter(|c| &*c.name != "time").map(|c| (&*c.name, Some(c.kind))).collect();
+                        cols.sort_by(|a, b| a.0.cmp(b.0));
+                        cols.insert(0, ("time", None));
+                        for (n, (cname, kind)) in cols.iter().enumerate() {
+                            let oid = column_type_oid(*kind);
+                            let udt = TYPES.iter().find(|t| t.0 == oid).map(|t| t.1).unwrap_or("text");
+                            rows.push(vec![
+                                s(&d.name), s(&d.name), s(&t.name), s(cname), i(n as i64 + 1), null(),
+                                s(if kind.is_none() { "NO" } else { "YES" }), s(format_type_name(oid).unwrap_or("text")), s(udt),
+                            ]);
+                        }
+                    }
+                }
+                (sch, rows)
+            }
             "pg_namespace" => {
                 let sch = schema_of(&[("oid", I), ("nspname", S), ("nspowner", I), ("nspacl", S)]);
                 let mut rows = vec![

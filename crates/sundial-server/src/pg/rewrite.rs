@@ -9,6 +9,8 @@
 //!   `::regnamespace`, `::name`, `::"char"`, `::pg_catalog.text` → `TEXT`, and other `pg_catalog.<type>` →
 //!   the type;
 //! - scalar, `EXISTS` and `IN` subqueries reading only always-empty catalog tables → `NULL`, `false`, `false`;
+//! - Grafana's `quote_ident(table_schema) IN (SELECT … current_setting('search_path') …)` →
+//!   `IN (current_schema())`;
 //! - unqualified `pg_class`, `pg_namespace`, … → `pg_catalog.pg_class` unless a table of that name exists.
 
 use std::ops::ControlFlow;
@@ -204,6 +206,11 @@ fn rewrite_expr(e: &mut Expr, engine: &Engine, db: &str) -> Result<(), PgError> 
     match e {
         // Subqueries over always-empty catalog tables have a known answer; psql's `\d` correlates them,
         // which DataFusion only plans for aggregates.
+        // Grafana's schema filter computes the search_path entries with array subscripts over
+        // generate_series; the search path is always the session's database.
+        Expr::InSubquery { expr, subquery, negated } if subquery.to_string().contains("current_setting('search_path')") => {
+            *e = Expr::InList { expr: expr.clone(), list: vec![call("current_schema", vec![])], negated: *negated };
+        }
         Expr::Subquery(q) if yields_no_rows(q) => *e = null(),
         Expr::Exists { subquery, negated } if yields_no_rows(subquery) => *e = boolean(*negated),
         Expr::InSubquery { subquery, negated, .. } if yields_no_rows(subquery) => *e = boolean(*negated),

@@ -54,7 +54,8 @@ pub enum Kind {
     Commit,
     Rollback,
     Database { sql: String, tag: &'static str },
-    Insert { db: String, table: String, columns: Vec<String>, source: LogicalPlan },
+    /// `hints`: types of `$n` placed directly in a VALUES column of an existing column (0-based index).
+    Insert { db: String, table: String, columns: Vec<String>, source: LogicalPlan, hints: Vec<(usize, DataType)> },
     Copy { db: String, table: String, columns: Vec<String>, format: CopyFormat },
 }
 
@@ -180,6 +181,8 @@ fn fields_of(schema: &Schema) -> Vec<FieldDesc> {
 impl Session {
     pub fn new(engine: Arc<Engine>, query: QueryEngine, facts: Arc<SessionFacts>) -> Session {
         let ctx = query.session(Some(&facts.db));
+        // information_schema comes from our catalog (PostgreSQL type names), not DataFusion's.
+        ctx.state_ref().write().config_mut().options_mut().catalog.information_schema = false;
         ctx.register_catalog(sundial_query::CATALOG_NAME, Arc::new(catalog::PgCatalogProvider::new(engine.clone(), facts.clone())));
         for f in catalog::functions(engine.clone(), facts.clone()) {
             ctx.register_udf(f);
@@ -203,6 +206,10 @@ impl Session {
             Kind::Query(p) | Kind::Insert { source: p, .. } => Some(p),
             _ => None,
         };
+        let hints = match &kind {
+            Kind::Insert { hints, .. } => hints.clone(),
+            _ => Vec::new(),
+        };
         if let Some(plan) = plan {
             let found = plan.get_parameter_types().map_err(|e| from_datafusion(&e, sql))?;
             for (name, ty) in found {
@@ -216,6 +223,11 @@ impl Session {
                     targets.resize(n, None);
                 }
                 targets[n - 1] = ty;
+            }
+        }
+        for (i, ty) in hints {
+            if let Some(slot @ None) = targets.get_mut(i) {
+                *slot = Some(ty);
             }
         }
         if targets.len() < declared.len() {
@@ -261,14 +273,15 @@ impl Session {
                     return Err(PgError::unsupported("INSERT INTO a table function"));
                 };
                 let (tdb, table) = self.table_name(name);
-                let columns = ins.columns.iter().map(|c| object_name(c).pop().unwrap_or_default()).collect();
+                let columns: Vec<String> = ins.columns.iter().map(|c| object_name(c).pop().unwrap_or_default()).collect();
                 let Some(source) = ins.source.clone() else {
                     return Err(PgError::unsupported("INSERT without VALUES or SELECT"));
                 };
+                let hints = self.insert_hints(&tdb, &table, &columns, &source);
                 let mut q = Statement::Query(source);
                 super::rewrite::rewrite(&mut q, &self.engine, &db)?;
                 let plan = self.plan(q, sql).await?;
-                Kind::Insert { db: tdb, table, columns, source: plan }
+                Kind::Insert { db: tdb, table, columns, source: plan, hints }
             }
             Statement::Copy { source, to, target, options, legacy_options, .. } => {
                 let CopySource::Table { table_name, columns } = source else {
@@ -300,6 +313,35 @@ impl Session {
             }
         };
         Ok((kind, None))
+    }
+
+    /// Types for `$n` parameters that stand alone in a VALUES column whose table column exists, so drivers
+    /// that bind by the described type (asyncpg, JDBC) send timestamps and numbers, not text.
+    fn insert_hints(&self, db: &str, table: &str, columns: &[String], source: &sundial_query::datafusion::sql::sqlparser::ast::Query) -> Vec<(usize, DataType)> {
+        let SetExpr::Values(values) = source.body.as_ref() else { return Vec::new() };
+        let cat = self.engine.catalog();
+        let t = cat.db(db).and_then(|d| d.table(table));
+        let mut out = Vec::new();
+        for row in &values.rows {
+            for (k, e) in row.iter().enumerate() {
+                let Expr::Value(v) = e else { continue };
+                let Value::Placeholder(p) = &v.value else { continue };
+                let Some(n) = p.trim_start_matches('$').parse::<usize>().ok().filter(|n| *n > 0) else { continue };
+                let Some(col) = columns.get(k) else { continue };
+                let ty = if col == "time" {
+                    Some(DataType::Timestamp(sundial_query::datafusion::arrow::datatypes::TimeUnit::Nanosecond, None))
+                } else {
+                    t.and_then(|t| t.column(col)).map(|c| match c.kind {
+                        sundial_storage::catalog::ColumnKind::Tag => DataType::Utf8,
+                        sundial_storage::catalog::ColumnKind::Field(ft) => sundial_query::provider::field_data_type(ft),
+                    })
+                };
+                if let Some(ty) = ty {
+                    out.push((n - 1, ty));
+                }
+            }
+        }
+        out
     }
 
     async fn plan(&self, st: Statement, sql: &str) -> Result<LogicalPlan, PgError> {
@@ -388,7 +430,7 @@ impl Session {
                 let out = self.query.sql(Some(self.db()), sql).await.map_err(|e| from_query(&e, sql))?;
                 if *tag == "SHOW" { Ok(Outcome::Batches(out.batches)) } else { Ok(Outcome::Command(tag.to_string())) }
             }
-            Kind::Insert { db, table, columns, source } => {
+            Kind::Insert { db, table, columns, source, .. } => {
                 let plan = if params.is_empty() { source.clone() } else { source.clone().with_param_values(params).map_err(|e| from_datafusion(&e, &p.sql))? };
                 let df = self.ctx.execute_logical_plan(plan).await.map_err(|e| from_datafusion(&e, &p.sql))?;
                 let batches = df.collect().await.map_err(|e| from_datafusion(&e, &p.sql))?;
