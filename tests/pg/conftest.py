@@ -40,8 +40,8 @@ class PgServer:
         self.pg_port = None
 
     def start(self, timeout=60):
-        args = [sundial_bin(), "serve", "--data-dir", str(self.data_dir), "--http-addr", "127.0.0.1:0",
-                "--pg-addr", "127.0.0.1:0", *self.extra_args]
+        pg = [] if "--pg-addr" in self.extra_args else ["--pg-addr", "127.0.0.1:0"]
+        args = [sundial_bin(), "serve", "--data-dir", str(self.data_dir), "--http-addr", "127.0.0.1:0", *pg, *self.extra_args]
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log)
         deadline = time.time() + timeout

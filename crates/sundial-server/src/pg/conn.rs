@@ -379,6 +379,10 @@ impl Conn {
                     let r = self.execute(e.name.unwrap_or_default(), e.max_rows).await?;
                     self.extended_result(r);
                 }
+                F::Close(c) if c.target_type != b'S' && c.target_type != b'P' => {
+                    let e = PgError::protocol(format!("invalid CLOSE message subtype {}", c.target_type));
+                    self.extended_result(Err(e));
+                }
                 F::Close(c) => {
                     let name = c.name.unwrap_or_default();
                     if c.target_type == b'S' {
@@ -649,6 +653,9 @@ impl Conn {
     }
 
     fn describe(&mut self, target: u8, name: String) -> Result<(), PgError> {
+        if target != b'S' && target != b'P' {
+            return Err(PgError::protocol(format!("invalid DESCRIBE message subtype {target}")));
+        }
         if target == b'S' {
             let st = self.statements.get(&name).cloned().ok_or_else(|| {
                 PgError::new(code::INVALID_SQL_STATEMENT_NAME, format!("prepared statement \"{name}\" does not exist"))
