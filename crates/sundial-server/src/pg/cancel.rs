@@ -16,7 +16,9 @@ use sundial_query::datafusion::common::{DataFusionError, Result};
 use sundial_query::datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use sundial_query::datafusion::physical_expr::PhysicalExpr;
 use sundial_query::datafusion::physical_plan::stream::RecordBatchStreamAdapter;
-use sundial_query::datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties};
+use sundial_query::datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties,
+};
 
 use super::SessionEntry;
 use super::errors::PgErrorBox;
@@ -62,22 +64,39 @@ impl ExecutionPlan for CancelExec {
         vec![&self.input]
     }
 
-    fn apply_expressions(&self, _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>) -> Result<TreeNodeRecursion> {
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
         Ok(TreeNodeRecursion::Continue)
     }
 
-    fn with_new_children(self: Arc<Self>, mut children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
-        let input = children.pop().ok_or_else(|| DataFusionError::Internal("CancelExec needs one child".into()))?;
-        Ok(Arc::new(CancelExec { input, guard: self.guard.clone() }))
+    fn with_new_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let input = children
+            .pop()
+            .ok_or_else(|| DataFusionError::Internal("CancelExec needs one child".into()))?;
+        Ok(Arc::new(CancelExec {
+            input,
+            guard: self.guard.clone(),
+        }))
     }
 
-    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
         let guard = self.guard.clone();
         let schema = self.input.schema();
         let inner = self.input.execute(partition, context)?;
         let stream = inner.map(move |b| {
             if guard.is_canceled() {
-                Err(DataFusionError::External(Box::new(PgErrorBox(super::errors::PgError::canceled()))))
+                Err(DataFusionError::External(Box::new(PgErrorBox(
+                    super::errors::PgError::canceled(),
+                ))))
             } else {
                 b
             }
@@ -89,7 +108,10 @@ impl ExecutionPlan for CancelExec {
 /// Wraps every node of `plan` in a [`CancelExec`].
 pub fn wrap(plan: Arc<dyn ExecutionPlan>, guard: &QueryGuard) -> Result<Arc<dyn ExecutionPlan>> {
     plan.transform_up(|node| {
-        let wrapped: Arc<dyn ExecutionPlan> = Arc::new(CancelExec { input: node, guard: guard.clone() });
+        let wrapped: Arc<dyn ExecutionPlan> = Arc::new(CancelExec {
+            input: node,
+            guard: guard.clone(),
+        });
         Ok(Transformed::yes(wrapped))
     })
     .map(|t| t.data)
@@ -109,7 +131,9 @@ pub fn spawn_stream(mut stream: SendableRecordBatchStream) -> SendableRecordBatc
         }
     });
     let abort = AbortOnDrop(task);
-    let out = futures::stream::unfold((rx, abort), |(mut rx, abort)| async move { rx.recv().await.map(|b| (b, (rx, abort))) });
+    let out = futures::stream::unfold((rx, abort), |(mut rx, abort)| async move {
+        rx.recv().await.map(|b| (b, (rx, abort)))
+    });
     Box::pin(RecordBatchStreamAdapter::new(schema, out))
 }
 

@@ -18,10 +18,13 @@ use async_trait::async_trait;
 use parking_lot::Mutex;
 use sundial_query::datafusion::arrow::array::{ArrayRef, RecordBatch};
 use sundial_query::datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
-use sundial_query::datafusion::catalog::{CatalogProvider, MemTable, SchemaProvider, TableProvider};
+use sundial_query::datafusion::catalog::{
+    CatalogProvider, MemTable, SchemaProvider, TableProvider,
+};
 use sundial_query::datafusion::common::{DataFusionError, Result, ScalarValue};
 use sundial_query::datafusion::logical_expr::{
-    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature, Volatility,
+    ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, TypeSignature,
+    Volatility,
 };
 use sundial_storage::Engine;
 use sundial_storage::catalog::ColumnKind;
@@ -43,11 +46,37 @@ pub const SERVER_VERSION: &str = "15.0";
 /// Catalog tables that exist but are always empty (Sundial has no such objects). A query over them that
 /// DataFusion cannot plan (PostgreSQL-only operators on columns we do not model) is answered with no rows.
 pub const EMPTY_TABLES: &[&str] = &[
-    "pg_index", "pg_constraint", "pg_attrdef", "pg_description", "pg_inherits", "pg_collation", "pg_policy",
-    "pg_statistic_ext", "pg_publication", "pg_publication_rel", "pg_publication_namespace", "pg_trigger",
-    "pg_rewrite", "pg_foreign_table", "pg_partitioned_table", "pg_sequence", "pg_extension", "pg_proc",
-    "pg_views", "pg_matviews", "pg_enum", "pg_range", "pg_shdescription", "pg_depend", "pg_event_trigger",
-    "pg_foreign_server", "pg_foreign_data_wrapper", "pg_opclass", "pg_operator", "pg_language", "pg_cast",
+    "pg_index",
+    "pg_constraint",
+    "pg_attrdef",
+    "pg_description",
+    "pg_inherits",
+    "pg_collation",
+    "pg_policy",
+    "pg_statistic_ext",
+    "pg_publication",
+    "pg_publication_rel",
+    "pg_publication_namespace",
+    "pg_trigger",
+    "pg_rewrite",
+    "pg_foreign_table",
+    "pg_partitioned_table",
+    "pg_sequence",
+    "pg_extension",
+    "pg_proc",
+    "pg_views",
+    "pg_matviews",
+    "pg_enum",
+    "pg_range",
+    "pg_shdescription",
+    "pg_depend",
+    "pg_event_trigger",
+    "pg_foreign_server",
+    "pg_foreign_data_wrapper",
+    "pg_opclass",
+    "pg_operator",
+    "pg_language",
+    "pg_cast",
 ];
 
 /// Per-session facts the catalog functions need.
@@ -110,7 +139,9 @@ fn column_type_oid(kind: Option<ColumnKind>) -> i64 {
     let dt = match kind {
         None => types::pg_type(&DataType::Timestamp(TimeUnit::Nanosecond, None)),
         Some(ColumnKind::Tag) => types::pg_type(&DataType::Utf8),
-        Some(ColumnKind::Field(ft)) => types::pg_type(&sundial_query::provider::field_data_type(ft)),
+        Some(ColumnKind::Field(ft)) => {
+            types::pg_type(&sundial_query::provider::field_data_type(ft))
+        }
     };
     dt.oid() as i64
 }
@@ -126,7 +157,11 @@ pub struct PgCatalogProvider {
 
 impl PgCatalogProvider {
     pub fn new(engine: Arc<Engine>, facts: Arc<SessionFacts>) -> Self {
-        PgCatalogProvider { inner: sundial_query::provider::SundialCatalog::new(engine.clone()), engine, facts }
+        PgCatalogProvider {
+            inner: sundial_query::provider::SundialCatalog::new(engine.clone()),
+            engine,
+            facts,
+        }
     }
 }
 
@@ -139,9 +174,17 @@ impl CatalogProvider for PgCatalogProvider {
 
     fn schema(&self, name: &str) -> Option<Arc<dyn SchemaProvider>> {
         match name {
-            "pg_catalog" => Some(Arc::new(PgCatalogSchema { engine: self.engine.clone(), facts: self.facts.clone() })),
-            "information_schema" => Some(Arc::new(PgCatalogSchema { engine: self.engine.clone(), facts: self.facts.clone() })),
-            "public" if self.engine.catalog().db("public").is_none() => self.inner.schema(&self.facts.db),
+            "pg_catalog" => Some(Arc::new(PgCatalogSchema {
+                engine: self.engine.clone(),
+                facts: self.facts.clone(),
+            })),
+            "information_schema" => Some(Arc::new(PgCatalogSchema {
+                engine: self.engine.clone(),
+                facts: self.facts.clone(),
+            })),
+            "public" if self.engine.catalog().db("public").is_none() => {
+                self.inner.schema(&self.facts.db)
+            }
             _ => self.inner.schema(name),
         }
     }
@@ -155,38 +198,66 @@ pub struct PgCatalogSchema {
 }
 
 const TABLES: &[&str] = &[
-    "tables", "columns", "schemata",
-    "pg_namespace", "pg_class", "pg_attribute", "pg_type", "pg_database", "pg_roles", "pg_user", "pg_authid",
-    "pg_settings", "pg_am", "pg_tablespace", "pg_stat_activity", "pg_tables",
+    "tables",
+    "columns",
+    "schemata",
+    "pg_namespace",
+    "pg_class",
+    "pg_attribute",
+    "pg_type",
+    "pg_database",
+    "pg_roles",
+    "pg_user",
+    "pg_authid",
+    "pg_settings",
+    "pg_am",
+    "pg_tablespace",
+    "pg_stat_activity",
+    "pg_tables",
 ];
 
 #[async_trait]
 impl SchemaProvider for PgCatalogSchema {
     fn table_names(&self) -> Vec<String> {
-        TABLES.iter().chain(EMPTY_TABLES).map(|s| s.to_string()).collect()
+        TABLES
+            .iter()
+            .chain(EMPTY_TABLES)
+            .map(|s| s.to_string())
+            .collect()
     }
 
     async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>, DataFusionError> {
-        let Some((schema, rows)) = self.build(name) else { return Ok(None) };
+        let Some((schema, rows)) = self.build(name) else {
+            return Ok(None);
+        };
         let columns: Vec<ArrayRef> = (0..schema.fields().len())
             .map(|c| {
                 let field = schema.field(c);
                 let values: Vec<ScalarValue> = rows.iter().map(|r| r[c].clone()).collect();
                 if values.iter().all(ScalarValue::is_null) {
-                    Ok(sundial_query::datafusion::arrow::array::new_null_array(field.data_type(), values.len()))
+                    Ok(sundial_query::datafusion::arrow::array::new_null_array(
+                        field.data_type(),
+                        values.len(),
+                    ))
                 } else {
                     ScalarValue::iter_to_array(values).and_then(|a| {
                         if a.data_type() == field.data_type() {
                             Ok(a)
                         } else {
-                            Ok(sundial_query::datafusion::arrow::compute::cast(&a, field.data_type())?)
+                            Ok(sundial_query::datafusion::arrow::compute::cast(
+                                &a,
+                                field.data_type(),
+                            )?)
                         }
                     })
                 }
             })
             .collect::<Result<_>>()?;
         let batch = RecordBatch::try_new(schema.clone(), columns)?;
-        Ok(Some(Arc::new(MemTable::try_new(schema, vec![vec![batch]])?)))
+        Ok(Some(Arc::new(MemTable::try_new(
+            schema,
+            vec![vec![batch]],
+        )?)))
     }
 
     fn table_exist(&self, name: &str) -> bool {
@@ -214,7 +285,11 @@ fn schema_of(cols: &[(&str, DataType)]) -> SchemaRef {
     Arc::new(Schema::new(
         cols.iter()
             .map(|(n, t)| {
-                let t = if (n.ends_with("acl") || n.ends_with("options")) && *t == DataType::Utf8 { list.clone() } else { t.clone() };
+                let t = if (n.ends_with("acl") || n.ends_with("options")) && *t == DataType::Utf8 {
+                    list.clone()
+                } else {
+                    t.clone()
+                };
                 Field::new(*n, t, true)
             })
             .collect::<Vec<_>>(),
@@ -233,7 +308,12 @@ impl PgCatalogSchema {
             // information_schema, PostgreSQL flavoured (type names as PostgreSQL spells them; Grafana picks
             // time columns by them).
             "tables" => {
-                let sch = schema_of(&[("table_catalog", S), ("table_schema", S), ("table_name", S), ("table_type", S)]);
+                let sch = schema_of(&[
+                    ("table_catalog", S),
+                    ("table_schema", S),
+                    ("table_name", S),
+                    ("table_type", S),
+                ]);
                 let mut rows = Vec::new();
                 for d in &dbs {
                     for t in d.tables() {
@@ -243,30 +323,60 @@ impl PgCatalogSchema {
                 (sch, rows)
             }
             "schemata" => {
-                let sch = schema_of(&[("catalog_name", S), ("schema_name", S), ("schema_owner", S)]);
-                let mut rows: Rows = dbs.iter().map(|d| vec![s(&d.name), s(&d.name), s(OWNER_NAME)]).collect();
+                let sch =
+                    schema_of(&[("catalog_name", S), ("schema_name", S), ("schema_owner", S)]);
+                let mut rows: Rows = dbs
+                    .iter()
+                    .map(|d| vec![s(&d.name), s(&d.name), s(OWNER_NAME)])
+                    .collect();
                 rows.push(vec![s(&self.facts.db), s("pg_catalog"), s(OWNER_NAME)]);
-                rows.push(vec![s(&self.facts.db), s("information_schema"), s(OWNER_NAME)]);
+                rows.push(vec![
+                    s(&self.facts.db),
+                    s("information_schema"),
+                    s(OWNER_NAME),
+                ]);
                 (sch, rows)
             }
             "columns" => {
                 let sch = schema_of(&[
-                    ("table_catalog", S), ("table_schema", S), ("table_name", S), ("column_name", S), ("ordinal_position", I),
-                    ("column_default", S), ("is_nullable", S), ("data_type", S), ("udt_name", S),
+                    ("table_catalog", S),
+                    ("table_schema", S),
+                    ("table_name", S),
+                    ("column_name", S),
+                    ("ordinal_position", I),
+                    ("column_default", S),
+                    ("is_nullable", S),
+                    ("data_type", S),
+                    ("udt_name", S),
                 ]);
                 let mut rows = Vec::new();
                 for d in &dbs {
                     for t in d.tables() {
-                        let mut cols: Vec<(&str, Option<ColumnKind>)> =
-                            t.columns().iter().filter(|c| &*c.name != "time").map(|c| (&*c.name, Some(c.kind))).collect();
+                        let mut cols: Vec<(&str, Option<ColumnKind>)> = t
+                            .columns()
+                            .iter()
+                            .filter(|c| &*c.name != "time")
+                            .map(|c| (&*c.name, Some(c.kind)))
+                            .collect();
                         cols.sort_by(|a, b| a.0.cmp(b.0));
                         cols.insert(0, ("time", None));
                         for (n, (cname, kind)) in cols.iter().enumerate() {
                             let oid = column_type_oid(*kind);
-                            let udt = TYPES.iter().find(|t| t.0 == oid).map(|t| t.1).unwrap_or("text");
+                            let udt = TYPES
+                                .iter()
+                                .find(|t| t.0 == oid)
+                                .map(|t| t.1)
+                                .unwrap_or("text");
                             rows.push(vec![
-                                s(&d.name), s(&d.name), s(&t.name), s(cname), i(n as i64 + 1), null(),
-                                s(if kind.is_none() { "NO" } else { "YES" }), s(format_type_name(oid).unwrap_or("text")), s(udt),
+                                s(&d.name),
+                                s(&d.name),
+                                s(&t.name),
+                                s(cname),
+                                i(n as i64 + 1),
+                                null(),
+                                s(if kind.is_none() { "NO" } else { "YES" }),
+                                s(format_type_name(oid).unwrap_or("text")),
+                                s(udt),
                             ]);
                         }
                     }
@@ -277,9 +387,17 @@ impl PgCatalogSchema {
                 let sch = schema_of(&[("oid", I), ("nspname", S), ("nspowner", I), ("nspacl", S)]);
                 let mut rows = vec![
                     vec![i(PG_CATALOG_OID), s("pg_catalog"), i(OWNER_OID), null()],
-                    vec![i(INFORMATION_SCHEMA_OID), s("information_schema"), i(OWNER_OID), null()],
+                    vec![
+                        i(INFORMATION_SCHEMA_OID),
+                        s("information_schema"),
+                        i(OWNER_OID),
+                        null(),
+                    ],
                 ];
-                rows.extend(dbs.iter().map(|d| vec![i(db_oid(d.id)), s(&d.name), i(OWNER_OID), null()]));
+                rows.extend(
+                    dbs.iter()
+                        .map(|d| vec![i(db_oid(d.id)), s(&d.name), i(OWNER_OID), null()]),
+                );
                 (sch, rows)
             }
             "pg_class" | "pg_tables" => {
@@ -290,27 +408,105 @@ impl PgCatalogSchema {
                     }
                 }
                 if name == "pg_tables" {
-                    let sch = schema_of(&[("schemaname", S), ("tablename", S), ("tableowner", S), ("tablespace", S), ("hasindexes", B), ("hasrules", B), ("hastriggers", B), ("rowsecurity", B)]);
-                    let rows = rows.iter().map(|(d, t)| vec![s(&d.name), s(&t.name), s(OWNER_NAME), null(), b(false), b(false), b(false), b(false)]).collect();
+                    let sch = schema_of(&[
+                        ("schemaname", S),
+                        ("tablename", S),
+                        ("tableowner", S),
+                        ("tablespace", S),
+                        ("hasindexes", B),
+                        ("hasrules", B),
+                        ("hastriggers", B),
+                        ("rowsecurity", B),
+                    ]);
+                    let rows = rows
+                        .iter()
+                        .map(|(d, t)| {
+                            vec![
+                                s(&d.name),
+                                s(&t.name),
+                                s(OWNER_NAME),
+                                null(),
+                                b(false),
+                                b(false),
+                                b(false),
+                                b(false),
+                            ]
+                        })
+                        .collect();
                     return Some((sch, rows));
                 }
                 let sch = schema_of(&[
-                    ("oid", I), ("relname", S), ("relnamespace", I), ("reltype", I), ("reloftype", I), ("relowner", I),
-                    ("relam", I), ("relfilenode", I), ("reltablespace", I), ("relpages", I), ("reltuples", DataType::Float64),
-                    ("relallvisible", I), ("reltoastrelid", I), ("relhasindex", B), ("relisshared", B), ("relpersistence", S),
-                    ("relkind", S), ("relnatts", I), ("relchecks", I), ("relhasrules", B), ("relhastriggers", B),
-                    ("relhassubclass", B), ("relrowsecurity", B), ("relforcerowsecurity", B), ("relispopulated", B),
-                    ("relreplident", S), ("relispartition", B), ("relrewrite", I), ("relfrozenxid", I), ("relminmxid", I),
-                    ("relacl", S), ("reloptions", S), ("relpartbound", S),
+                    ("oid", I),
+                    ("relname", S),
+                    ("relnamespace", I),
+                    ("reltype", I),
+                    ("reloftype", I),
+                    ("relowner", I),
+                    ("relam", I),
+                    ("relfilenode", I),
+                    ("reltablespace", I),
+                    ("relpages", I),
+                    ("reltuples", DataType::Float64),
+                    ("relallvisible", I),
+                    ("reltoastrelid", I),
+                    ("relhasindex", B),
+                    ("relisshared", B),
+                    ("relpersistence", S),
+                    ("relkind", S),
+                    ("relnatts", I),
+                    ("relchecks", I),
+                    ("relhasrules", B),
+                    ("relhastriggers", B),
+                    ("relhassubclass", B),
+                    ("relrowsecurity", B),
+                    ("relforcerowsecurity", B),
+                    ("relispopulated", B),
+                    ("relreplident", S),
+                    ("relispartition", B),
+                    ("relrewrite", I),
+                    ("relfrozenxid", I),
+                    ("relminmxid", I),
+                    ("relacl", S),
+                    ("reloptions", S),
+                    ("relpartbound", S),
                 ]);
                 let rows = rows
                     .iter()
                     .map(|(d, t)| {
                         vec![
-                            i(table_oid(t.id)), s(&t.name), i(db_oid(d.id)), i(0), i(0), i(OWNER_OID), i(2), i(0), i(0), i(0),
-                            ScalarValue::Float64(Some(-1.0)), i(0), i(0), b(false), b(false), s("p"), s("r"),
-                            i(t.columns().len() as i64 + 1), i(0), b(false), b(false), b(false), b(false), b(false), b(true),
-                            s("d"), b(false), i(0), i(0), i(0), null(), null(), null(),
+                            i(table_oid(t.id)),
+                            s(&t.name),
+                            i(db_oid(d.id)),
+                            i(0),
+                            i(0),
+                            i(OWNER_OID),
+                            i(2),
+                            i(0),
+                            i(0),
+                            i(0),
+                            ScalarValue::Float64(Some(-1.0)),
+                            i(0),
+                            i(0),
+                            b(false),
+                            b(false),
+                            s("p"),
+                            s("r"),
+                            i(t.columns().len() as i64 + 1),
+                            i(0),
+                            b(false),
+                            b(false),
+                            b(false),
+                            b(false),
+                            b(false),
+                            b(true),
+                            s("d"),
+                            b(false),
+                            i(0),
+                            i(0),
+                            i(0),
+                            null(),
+                            null(),
+                            null(),
                         ]
                     })
                     .collect();
@@ -318,26 +514,74 @@ impl PgCatalogSchema {
             }
             "pg_attribute" => {
                 let sch = schema_of(&[
-                    ("attrelid", I), ("attname", S), ("atttypid", I), ("attstattarget", I), ("attlen", I), ("attnum", I),
-                    ("attndims", I), ("attcacheoff", I), ("atttypmod", I), ("attbyval", B), ("attalign", S), ("attstorage", S),
-                    ("attcompression", S), ("attnotnull", B), ("atthasdef", B), ("atthasmissing", B), ("attidentity", S),
-                    ("attgenerated", S), ("attisdropped", B), ("attislocal", B), ("attinhcount", I), ("attcollation", I),
-                    ("attacl", S), ("attoptions", S), ("attfdwoptions", S), ("attmissingval", S),
+                    ("attrelid", I),
+                    ("attname", S),
+                    ("atttypid", I),
+                    ("attstattarget", I),
+                    ("attlen", I),
+                    ("attnum", I),
+                    ("attndims", I),
+                    ("attcacheoff", I),
+                    ("atttypmod", I),
+                    ("attbyval", B),
+                    ("attalign", S),
+                    ("attstorage", S),
+                    ("attcompression", S),
+                    ("attnotnull", B),
+                    ("atthasdef", B),
+                    ("atthasmissing", B),
+                    ("attidentity", S),
+                    ("attgenerated", S),
+                    ("attisdropped", B),
+                    ("attislocal", B),
+                    ("attinhcount", I),
+                    ("attcollation", I),
+                    ("attacl", S),
+                    ("attoptions", S),
+                    ("attfdwoptions", S),
+                    ("attmissingval", S),
                 ]);
                 let mut rows = Vec::new();
                 for d in &dbs {
                     for t in d.tables() {
-                        let mut cols: Vec<(&str, Option<ColumnKind>)> =
-                            t.columns().iter().filter(|c| &*c.name != "time").map(|c| (&*c.name, Some(c.kind))).collect();
+                        let mut cols: Vec<(&str, Option<ColumnKind>)> = t
+                            .columns()
+                            .iter()
+                            .filter(|c| &*c.name != "time")
+                            .map(|c| (&*c.name, Some(c.kind)))
+                            .collect();
                         cols.sort_by(|a, b| a.0.cmp(b.0));
                         cols.insert(0, ("time", None));
                         for (n, (cname, kind)) in cols.iter().enumerate() {
                             let oid = column_type_oid(*kind);
                             let len = TYPES.iter().find(|t| t.0 == oid).map(|t| t.3).unwrap_or(-1);
                             rows.push(vec![
-                                i(table_oid(t.id)), s(cname), i(oid), i(-1), i(len), i(n as i64 + 1), i(0), i(-1), i(-1),
-                                b(len > 0), s("d"), s("p"), s(""), b(kind.is_none()), b(false), b(false), s(""), s(""),
-                                b(false), b(true), i(0), i(if oid == 25 { 100 } else { 0 }), null(), null(), null(), null(),
+                                i(table_oid(t.id)),
+                                s(cname),
+                                i(oid),
+                                i(-1),
+                                i(len),
+                                i(n as i64 + 1),
+                                i(0),
+                                i(-1),
+                                i(-1),
+                                b(len > 0),
+                                s("d"),
+                                s("p"),
+                                s(""),
+                                b(kind.is_none()),
+                                b(false),
+                                b(false),
+                                s(""),
+                                s(""),
+                                b(false),
+                                b(true),
+                                i(0),
+                                i(if oid == 25 { 100 } else { 0 }),
+                                null(),
+                                null(),
+                                null(),
+                                null(),
                             ]);
                         }
                     }
@@ -346,20 +590,61 @@ impl PgCatalogSchema {
             }
             "pg_type" => {
                 let sch = schema_of(&[
-                    ("oid", I), ("typname", S), ("typnamespace", I), ("typowner", I), ("typlen", I), ("typbyval", B),
-                    ("typtype", S), ("typcategory", S), ("typispreferred", B), ("typisdefined", B), ("typdelim", S),
-                    ("typrelid", I), ("typelem", I), ("typarray", I), ("typinput", S), ("typoutput", S), ("typreceive", S),
-                    ("typsend", S), ("typbasetype", I), ("typtypmod", I), ("typndims", I), ("typcollation", I),
-                    ("typnotnull", B), ("typdefault", S), ("typacl", S),
+                    ("oid", I),
+                    ("typname", S),
+                    ("typnamespace", I),
+                    ("typowner", I),
+                    ("typlen", I),
+                    ("typbyval", B),
+                    ("typtype", S),
+                    ("typcategory", S),
+                    ("typispreferred", B),
+                    ("typisdefined", B),
+                    ("typdelim", S),
+                    ("typrelid", I),
+                    ("typelem", I),
+                    ("typarray", I),
+                    ("typinput", S),
+                    ("typoutput", S),
+                    ("typreceive", S),
+                    ("typsend", S),
+                    ("typbasetype", I),
+                    ("typtypmod", I),
+                    ("typndims", I),
+                    ("typcollation", I),
+                    ("typnotnull", B),
+                    ("typdefault", S),
+                    ("typacl", S),
                 ]);
                 let rows = TYPES
                     .iter()
                     .map(|(oid, name, _, len, cat)| {
                         vec![
-                            i(*oid), s(name), i(PG_CATALOG_OID), i(OWNER_OID), i(*len), b(*len > 0 && *len <= 8), s("b"), s(cat),
-                            b(false), b(true), s(","), i(0), i(0), i(0), s(&format!("{name}in")), s(&format!("{name}out")),
-                            s(&format!("{name}recv")), s(&format!("{name}send")), i(0), i(-1), i(0),
-                            i(if *oid == 25 { 100 } else { 0 }), b(false), null(), null(),
+                            i(*oid),
+                            s(name),
+                            i(PG_CATALOG_OID),
+                            i(OWNER_OID),
+                            i(*len),
+                            b(*len > 0 && *len <= 8),
+                            s("b"),
+                            s(cat),
+                            b(false),
+                            b(true),
+                            s(","),
+                            i(0),
+                            i(0),
+                            i(0),
+                            s(&format!("{name}in")),
+                            s(&format!("{name}out")),
+                            s(&format!("{name}recv")),
+                            s(&format!("{name}send")),
+                            i(0),
+                            i(-1),
+                            i(0),
+                            i(if *oid == 25 { 100 } else { 0 }),
+                            b(false),
+                            null(),
+                            null(),
                         ]
                     })
                     .collect();
@@ -367,21 +652,65 @@ impl PgCatalogSchema {
             }
             "pg_database" => {
                 let sch = schema_of(&[
-                    ("oid", I), ("datname", S), ("datdba", I), ("encoding", I), ("datlocprovider", S), ("datistemplate", B),
-                    ("datallowconn", B), ("datconnlimit", I), ("datcollate", S), ("datctype", S), ("daticulocale", S),
-                    ("daticurules", S), ("datcollversion", S), ("datacl", S), ("dattablespace", I),
+                    ("oid", I),
+                    ("datname", S),
+                    ("datdba", I),
+                    ("encoding", I),
+                    ("datlocprovider", S),
+                    ("datistemplate", B),
+                    ("datallowconn", B),
+                    ("datconnlimit", I),
+                    ("datcollate", S),
+                    ("datctype", S),
+                    ("daticulocale", S),
+                    ("daticurules", S),
+                    ("datcollversion", S),
+                    ("datacl", S),
+                    ("dattablespace", I),
                 ]);
                 let rows = dbs
                     .iter()
-                    .map(|d| vec![i(db_oid(d.id)), s(&d.name), i(OWNER_OID), i(6), s("c"), b(false), b(true), i(-1), s("C"), s("C"), null(), null(), null(), null(), i(1663)])
+                    .map(|d| {
+                        vec![
+                            i(db_oid(d.id)),
+                            s(&d.name),
+                            i(OWNER_OID),
+                            i(6),
+                            s("c"),
+                            b(false),
+                            b(true),
+                            i(-1),
+                            s("C"),
+                            s("C"),
+                            null(),
+                            null(),
+                            null(),
+                            null(),
+                            i(1663),
+                        ]
+                    })
                     .collect();
                 (sch, rows)
             }
             "pg_roles" | "pg_user" | "pg_authid" => {
                 let sch = schema_of(&[
-                    ("oid", I), ("rolname", S), ("usename", S), ("usesysid", I), ("rolsuper", B), ("usesuper", B), ("rolinherit", B),
-                    ("rolcreaterole", B), ("rolcreatedb", B), ("usecreatedb", B), ("rolcanlogin", B), ("rolreplication", B),
-                    ("rolconnlimit", I), ("rolpassword", S), ("rolvaliduntil", ts.clone()), ("rolbypassrls", B), ("rolconfig", S),
+                    ("oid", I),
+                    ("rolname", S),
+                    ("usename", S),
+                    ("usesysid", I),
+                    ("rolsuper", B),
+                    ("usesuper", B),
+                    ("rolinherit", B),
+                    ("rolcreaterole", B),
+                    ("rolcreatedb", B),
+                    ("usecreatedb", B),
+                    ("rolcanlogin", B),
+                    ("rolreplication", B),
+                    ("rolconnlimit", I),
+                    ("rolpassword", S),
+                    ("rolvaliduntil", ts.clone()),
+                    ("rolbypassrls", B),
+                    ("rolconfig", S),
                 ]);
                 let mut names = vec![OWNER_NAME.to_string()];
                 if self.facts.user != OWNER_NAME {
@@ -392,24 +721,90 @@ impl PgCatalogSchema {
                     .enumerate()
                     .map(|(n, u)| {
                         let oid = if n == 0 { OWNER_OID } else { OWNER_OID + 1 };
-                        vec![i(oid), s(u), s(u), i(oid), b(true), b(true), b(true), b(true), b(true), b(true), b(true), b(false), i(-1), s("********"), ScalarValue::TimestampNanosecond(None, Some("+00:00".into())), b(true), null()]
+                        vec![
+                            i(oid),
+                            s(u),
+                            s(u),
+                            i(oid),
+                            b(true),
+                            b(true),
+                            b(true),
+                            b(true),
+                            b(true),
+                            b(true),
+                            b(true),
+                            b(false),
+                            i(-1),
+                            s("********"),
+                            ScalarValue::TimestampNanosecond(None, Some("+00:00".into())),
+                            b(true),
+                            null(),
+                        ]
                     })
                     .collect();
                 (sch, rows)
             }
             "pg_settings" => {
-                let sch = schema_of(&[("name", S), ("setting", S), ("unit", S), ("category", S), ("short_desc", S), ("context", S), ("vartype", S), ("source", S)]);
+                let sch = schema_of(&[
+                    ("name", S),
+                    ("setting", S),
+                    ("unit", S),
+                    ("category", S),
+                    ("short_desc", S),
+                    ("context", S),
+                    ("vartype", S),
+                    ("source", S),
+                ]);
                 let settings = self.facts.settings.lock().clone();
-                let rows = settings.iter().map(|(k, v)| vec![s(k), s(v), null(), s("Sundial"), s(""), s("user"), s("string"), s("session")]).collect();
+                let rows = settings
+                    .iter()
+                    .map(|(k, v)| {
+                        vec![
+                            s(k),
+                            s(v),
+                            null(),
+                            s("Sundial"),
+                            s(""),
+                            s("user"),
+                            s("string"),
+                            s("session"),
+                        ]
+                    })
+                    .collect();
                 (sch, rows)
             }
-            "pg_am" => (schema_of(&[("oid", I), ("amname", S), ("amhandler", S), ("amtype", S)]), vec![vec![i(2), s("heap"), s("heap_tableam_handler"), s("t")]]),
-            "pg_tablespace" => (schema_of(&[("oid", I), ("spcname", S), ("spcowner", I), ("spcacl", S), ("spcoptions", S)]), vec![vec![i(1663), s("pg_default"), i(OWNER_OID), null(), null()]]),
+            "pg_am" => (
+                schema_of(&[("oid", I), ("amname", S), ("amhandler", S), ("amtype", S)]),
+                vec![vec![i(2), s("heap"), s("heap_tableam_handler"), s("t")]],
+            ),
+            "pg_tablespace" => (
+                schema_of(&[
+                    ("oid", I),
+                    ("spcname", S),
+                    ("spcowner", I),
+                    ("spcacl", S),
+                    ("spcoptions", S),
+                ]),
+                vec![vec![i(1663), s("pg_default"), i(OWNER_OID), null(), null()]],
+            ),
             "pg_stat_activity" => {
                 let sch = schema_of(&[
-                    ("datid", I), ("datname", S), ("pid", I), ("usesysid", I), ("usename", S), ("application_name", S), ("client_addr", S),
-                    ("client_port", I), ("backend_start", ts.clone()), ("query_start", ts.clone()), ("state_change", ts.clone()),
-                    ("wait_event_type", S), ("wait_event", S), ("state", S), ("query", S), ("backend_type", S),
+                    ("datid", I),
+                    ("datname", S),
+                    ("pid", I),
+                    ("usesysid", I),
+                    ("usename", S),
+                    ("application_name", S),
+                    ("client_addr", S),
+                    ("client_port", I),
+                    ("backend_start", ts.clone()),
+                    ("query_start", ts.clone()),
+                    ("state_change", ts.clone()),
+                    ("wait_event_type", S),
+                    ("wait_event", S),
+                    ("state", S),
+                    ("query", S),
+                    ("backend_type", S),
                 ]);
                 let rows = self
                     .facts
@@ -417,12 +812,27 @@ impl PgCatalogSchema {
                     .snapshot()
                     .into_iter()
                     .map(|a| {
-                        let tsv = |v: Option<i64>| ScalarValue::TimestampNanosecond(v, Some("+00:00".into()));
+                        let tsv = |v: Option<i64>| {
+                            ScalarValue::TimestampNanosecond(v, Some("+00:00".into()))
+                        };
                         let datid = cat.db(&a.db).map(|d| db_oid(d.id)).unwrap_or(0);
                         vec![
-                            i(datid), s(&a.db), i(a.pid as i64), i(OWNER_OID), s(&a.user), s(&a.application_name), s(&a.client_addr),
-                            i(a.client_port as i64), tsv(Some(a.backend_start_ns)), tsv(a.query_start_ns), tsv(a.state_change_ns), null(), null(),
-                            s(a.state), s(&a.query), s("client backend"),
+                            i(datid),
+                            s(&a.db),
+                            i(a.pid as i64),
+                            i(OWNER_OID),
+                            s(&a.user),
+                            s(&a.application_name),
+                            s(&a.client_addr),
+                            i(a.client_port as i64),
+                            tsv(Some(a.backend_start_ns)),
+                            tsv(a.query_start_ns),
+                            tsv(a.state_change_ns),
+                            null(),
+                            null(),
+                            s(a.state),
+                            s(&a.query),
+                            s("client backend"),
                         ]
                     })
                     .collect();
@@ -438,15 +848,67 @@ impl PgCatalogSchema {
 fn empty_schema(name: &str) -> SchemaRef {
     use DataType::{Boolean as B, Int64 as I, Utf8 as S};
     let cols: Vec<(&str, DataType)> = match name {
-        "pg_index" => vec![("indexrelid", I), ("indrelid", I), ("indnatts", I), ("indisunique", B), ("indisprimary", B), ("indisclustered", B), ("indisvalid", B), ("indkey", S), ("indisreplident", B)],
-        "pg_constraint" => vec![("oid", I), ("conname", S), ("connamespace", I), ("contype", S), ("conrelid", I), ("confrelid", I), ("conindid", I), ("conkey", S), ("confkey", S), ("conparentid", I), ("condeferrable", B), ("condeferred", B), ("convalidated", B)],
+        "pg_index" => vec![
+            ("indexrelid", I),
+            ("indrelid", I),
+            ("indnatts", I),
+            ("indisunique", B),
+            ("indisprimary", B),
+            ("indisclustered", B),
+            ("indisvalid", B),
+            ("indkey", S),
+            ("indisreplident", B),
+        ],
+        "pg_constraint" => vec![
+            ("oid", I),
+            ("conname", S),
+            ("connamespace", I),
+            ("contype", S),
+            ("conrelid", I),
+            ("confrelid", I),
+            ("conindid", I),
+            ("conkey", S),
+            ("confkey", S),
+            ("conparentid", I),
+            ("condeferrable", B),
+            ("condeferred", B),
+            ("convalidated", B),
+        ],
         "pg_attrdef" => vec![("oid", I), ("adrelid", I), ("adnum", I), ("adbin", S)],
-        "pg_description" | "pg_shdescription" => vec![("objoid", I), ("classoid", I), ("objsubid", I), ("description", S)],
-        "pg_inherits" => vec![("inhrelid", I), ("inhparent", I), ("inhseqno", I), ("inhdetachpending", B)],
+        "pg_description" | "pg_shdescription" => vec![
+            ("objoid", I),
+            ("classoid", I),
+            ("objsubid", I),
+            ("description", S),
+        ],
+        "pg_inherits" => vec![
+            ("inhrelid", I),
+            ("inhparent", I),
+            ("inhseqno", I),
+            ("inhdetachpending", B),
+        ],
         "pg_collation" => vec![("oid", I), ("collname", S), ("collnamespace", I)],
-        "pg_proc" => vec![("oid", I), ("proname", S), ("pronamespace", I), ("prorettype", I), ("prokind", S), ("proargtypes", S)],
-        "pg_extension" => vec![("oid", I), ("extname", S), ("extversion", S), ("extnamespace", I)],
-        "pg_views" | "pg_matviews" => vec![("schemaname", S), ("viewname", S), ("matviewname", S), ("viewowner", S), ("definition", S)],
+        "pg_proc" => vec![
+            ("oid", I),
+            ("proname", S),
+            ("pronamespace", I),
+            ("prorettype", I),
+            ("prokind", S),
+            ("proargtypes", S),
+        ],
+        "pg_extension" => vec![
+            ("oid", I),
+            ("extname", S),
+            ("extversion", S),
+            ("extnamespace", I),
+        ],
+        "pg_views" | "pg_matviews" => vec![
+            ("schemaname", S),
+            ("viewname", S),
+            ("matviewname", S),
+            ("viewowner", S),
+            ("definition", S),
+        ],
         _ => vec![("oid", I)],
     };
     schema_of(&cols)
@@ -468,7 +930,9 @@ struct ClosureUdf {
 
 impl std::fmt::Debug for ClosureUdf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClosureUdf").field("name", &self.name).finish()
+        f.debug_struct("ClosureUdf")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -502,25 +966,62 @@ impl ScalarUDFImpl for ClosureUdf {
     }
 }
 
-fn udf(name: &str, arities: &[usize], ret: DataType, f: impl Fn(&[ColumnarValue], usize) -> Result<ColumnarValue> + Send + Sync + 'static) -> ScalarUDF {
-    let sigs: Vec<TypeSignature> = arities.iter().map(|n| if *n == 0 { TypeSignature::Nullary } else { TypeSignature::Any(*n) }).collect();
-    let signature = if sigs.len() == 1 { Signature::new(sigs[0].clone(), Volatility::Stable) } else { Signature::one_of(sigs, Volatility::Stable) };
-    ScalarUDF::new_from_impl(ClosureUdf { name: name.to_string(), aliases: vec![format!("pg_catalog.{name}")], signature, ret, f: Box::new(f) })
+fn udf(
+    name: &str,
+    arities: &[usize],
+    ret: DataType,
+    f: impl Fn(&[ColumnarValue], usize) -> Result<ColumnarValue> + Send + Sync + 'static,
+) -> ScalarUDF {
+    let sigs: Vec<TypeSignature> = arities
+        .iter()
+        .map(|n| {
+            if *n == 0 {
+                TypeSignature::Nullary
+            } else {
+                TypeSignature::Any(*n)
+            }
+        })
+        .collect();
+    let signature = if sigs.len() == 1 {
+        Signature::new(sigs[0].clone(), Volatility::Stable)
+    } else {
+        Signature::one_of(sigs, Volatility::Stable)
+    };
+    ScalarUDF::new_from_impl(ClosureUdf {
+        name: name.to_string(),
+        aliases: vec![format!("pg_catalog.{name}")],
+        signature,
+        ret,
+        f: Box::new(f),
+    })
 }
 
-fn constant(v: ScalarValue) -> impl Fn(&[ColumnarValue], usize) -> Result<ColumnarValue> + Send + Sync + 'static {
+fn constant(
+    v: ScalarValue,
+) -> impl Fn(&[ColumnarValue], usize) -> Result<ColumnarValue> + Send + Sync + 'static {
     move |_, _| Ok(ColumnarValue::Scalar(v.clone()))
 }
 
 /// Applies `f` to each row of the first argument (as Int64 or Utf8), producing `ret` values.
-fn map_first(args: &[ColumnarValue], rows: usize, ret: &DataType, f: impl Fn(&ScalarValue) -> ScalarValue) -> Result<ColumnarValue> {
-    let Some(first) = args.first() else { return Ok(ColumnarValue::Scalar(ScalarValue::try_from(ret)?)) };
+fn map_first(
+    args: &[ColumnarValue],
+    rows: usize,
+    ret: &DataType,
+    f: impl Fn(&ScalarValue) -> ScalarValue,
+) -> Result<ColumnarValue> {
+    let Some(first) = args.first() else {
+        return Ok(ColumnarValue::Scalar(ScalarValue::try_from(ret)?));
+    };
     match first {
         ColumnarValue::Scalar(v) => Ok(ColumnarValue::Scalar(f(v))),
         ColumnarValue::Array(a) => {
-            let out: Vec<ScalarValue> = (0..rows.min(a.len())).map(|r| ScalarValue::try_from_array(a, r).map(|v| f(&v))).collect::<Result<_>>()?;
+            let out: Vec<ScalarValue> = (0..rows.min(a.len()))
+                .map(|r| ScalarValue::try_from_array(a, r).map(|v| f(&v)))
+                .collect::<Result<_>>()?;
             if out.is_empty() {
-                return Ok(ColumnarValue::Array(sundial_query::datafusion::arrow::array::new_empty_array(ret)));
+                return Ok(ColumnarValue::Array(
+                    sundial_query::datafusion::arrow::array::new_empty_array(ret),
+                ));
             }
             Ok(ColumnarValue::Array(ScalarValue::iter_to_array(out)?))
         }
@@ -544,9 +1045,16 @@ fn as_str(v: &ScalarValue) -> Option<String> {
 /// Quotes an identifier when PostgreSQL would (`quote_ident`).
 pub fn quote_ident(s: &str) -> String {
     let plain = !s.is_empty()
-        && s.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
-        && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if plain { s.to_string() } else { format!("\"{}\"", s.replace('"', "\"\"")) }
+        && s.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain {
+        s.to_string()
+    } else {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    }
 }
 
 fn size_pretty(n: i64) -> String {
@@ -561,7 +1069,10 @@ fn size_pretty(n: i64) -> String {
 }
 
 pub fn version_string() -> String {
-    format!("PostgreSQL {SERVER_VERSION} (Sundial {}) on x86_64-pc-linux-gnu, a time-series database speaking the PostgreSQL protocol", crate::VERSION)
+    format!(
+        "PostgreSQL {SERVER_VERSION} (Sundial {}) on x86_64-pc-linux-gnu, a time-series database speaking the PostgreSQL protocol",
+        crate::VERSION
+    )
 }
 
 /// Every system function a session registers (they replace DataFusion's `version()`).
@@ -570,64 +1081,236 @@ pub fn functions(engine: Arc<Engine>, facts: Arc<SessionFacts>) -> Vec<ScalarUDF
     let db = facts.db.clone();
     let user = facts.user.clone();
     let mut v = vec![
-        udf("version", &[0], S, constant(ScalarValue::Utf8(Some(version_string())))),
-        udf("current_database", &[0], S, constant(ScalarValue::Utf8(Some(db.clone())))),
-        udf("current_schema", &[0], S, constant(ScalarValue::Utf8(Some(db.clone())))),
-        udf("current_user", &[0], S, constant(ScalarValue::Utf8(Some(user.clone())))),
-        udf("session_user", &[0], S, constant(ScalarValue::Utf8(Some(user.clone())))),
-        udf("current_role", &[0], S, constant(ScalarValue::Utf8(Some(user.clone())))),
-        udf("pg_backend_pid", &[0], I, constant(ScalarValue::Int64(Some(facts.pid as i64)))),
-        udf("pg_is_in_recovery", &[0], B, constant(ScalarValue::Boolean(Some(false)))),
-        udf("txid_current", &[0], I, constant(ScalarValue::Int64(Some(1)))),
-        udf("pg_postmaster_start_time", &[0], DataType::Timestamp(TimeUnit::Nanosecond, Some("+00:00".into())), {
-            let t = super::now_ns();
-            constant(ScalarValue::TimestampNanosecond(Some(t), Some("+00:00".into())))
-        }),
-        udf("pg_type_is_visible", &[1], B, constant(ScalarValue::Boolean(Some(true)))),
-        udf("pg_function_is_visible", &[1], B, constant(ScalarValue::Boolean(Some(true)))),
-        udf("pg_get_userbyid", &[1], S, constant(ScalarValue::Utf8(Some(OWNER_NAME.into())))),
-        udf("obj_description", &[1, 2], S, constant(ScalarValue::Utf8(None))),
-        udf("col_description", &[2], S, constant(ScalarValue::Utf8(None))),
-        udf("shobj_description", &[2], S, constant(ScalarValue::Utf8(None))),
+        udf(
+            "version",
+            &[0],
+            S,
+            constant(ScalarValue::Utf8(Some(version_string()))),
+        ),
+        udf(
+            "current_database",
+            &[0],
+            S,
+            constant(ScalarValue::Utf8(Some(db.clone()))),
+        ),
+        udf(
+            "current_schema",
+            &[0],
+            S,
+            constant(ScalarValue::Utf8(Some(db.clone()))),
+        ),
+        udf(
+            "current_user",
+            &[0],
+            S,
+            constant(ScalarValue::Utf8(Some(user.clone()))),
+        ),
+        udf(
+            "session_user",
+            &[0],
+            S,
+            constant(ScalarValue::Utf8(Some(user.clone()))),
+        ),
+        udf(
+            "current_role",
+            &[0],
+            S,
+            constant(ScalarValue::Utf8(Some(user.clone()))),
+        ),
+        udf(
+            "pg_backend_pid",
+            &[0],
+            I,
+            constant(ScalarValue::Int64(Some(facts.pid as i64))),
+        ),
+        udf(
+            "pg_is_in_recovery",
+            &[0],
+            B,
+            constant(ScalarValue::Boolean(Some(false))),
+        ),
+        udf(
+            "txid_current",
+            &[0],
+            I,
+            constant(ScalarValue::Int64(Some(1))),
+        ),
+        udf(
+            "pg_postmaster_start_time",
+            &[0],
+            DataType::Timestamp(TimeUnit::Nanosecond, Some("+00:00".into())),
+            {
+                let t = super::now_ns();
+                constant(ScalarValue::TimestampNanosecond(
+                    Some(t),
+                    Some("+00:00".into()),
+                ))
+            },
+        ),
+        udf(
+            "pg_type_is_visible",
+            &[1],
+            B,
+            constant(ScalarValue::Boolean(Some(true))),
+        ),
+        udf(
+            "pg_function_is_visible",
+            &[1],
+            B,
+            constant(ScalarValue::Boolean(Some(true))),
+        ),
+        udf(
+            "pg_get_userbyid",
+            &[1],
+            S,
+            constant(ScalarValue::Utf8(Some(OWNER_NAME.into()))),
+        ),
+        udf(
+            "obj_description",
+            &[1, 2],
+            S,
+            constant(ScalarValue::Utf8(None)),
+        ),
+        udf(
+            "col_description",
+            &[2],
+            S,
+            constant(ScalarValue::Utf8(None)),
+        ),
+        udf(
+            "shobj_description",
+            &[2],
+            S,
+            constant(ScalarValue::Utf8(None)),
+        ),
         udf("pg_get_expr", &[2, 3], S, constant(ScalarValue::Utf8(None))),
-        udf("pg_get_indexdef", &[1, 3], S, constant(ScalarValue::Utf8(None))),
-        udf("pg_get_constraintdef", &[1, 2], S, constant(ScalarValue::Utf8(None))),
-        udf("pg_get_viewdef", &[1, 2], S, constant(ScalarValue::Utf8(None))),
-        udf("pg_get_partkeydef", &[1], S, constant(ScalarValue::Utf8(None))),
-        udf("pg_tablespace_location", &[1], S, constant(ScalarValue::Utf8(Some(String::new())))),
-        udf("pg_encoding_to_char", &[1], S, constant(ScalarValue::Utf8(Some("UTF8".into())))),
-        udf("has_table_privilege", &[2, 3], B, constant(ScalarValue::Boolean(Some(true)))),
-        udf("has_schema_privilege", &[2, 3], B, constant(ScalarValue::Boolean(Some(true)))),
-        udf("has_database_privilege", &[2, 3], B, constant(ScalarValue::Boolean(Some(true)))),
-        udf("has_any_column_privilege", &[2, 3], B, constant(ScalarValue::Boolean(Some(true)))),
+        udf(
+            "pg_get_indexdef",
+            &[1, 3],
+            S,
+            constant(ScalarValue::Utf8(None)),
+        ),
+        udf(
+            "pg_get_constraintdef",
+            &[1, 2],
+            S,
+            constant(ScalarValue::Utf8(None)),
+        ),
+        udf(
+            "pg_get_viewdef",
+            &[1, 2],
+            S,
+            constant(ScalarValue::Utf8(None)),
+        ),
+        udf(
+            "pg_get_partkeydef",
+            &[1],
+            S,
+            constant(ScalarValue::Utf8(None)),
+        ),
+        udf(
+            "pg_tablespace_location",
+            &[1],
+            S,
+            constant(ScalarValue::Utf8(Some(String::new()))),
+        ),
+        udf(
+            "pg_encoding_to_char",
+            &[1],
+            S,
+            constant(ScalarValue::Utf8(Some("UTF8".into()))),
+        ),
+        udf(
+            "has_table_privilege",
+            &[2, 3],
+            B,
+            constant(ScalarValue::Boolean(Some(true))),
+        ),
+        udf(
+            "has_schema_privilege",
+            &[2, 3],
+            B,
+            constant(ScalarValue::Boolean(Some(true))),
+        ),
+        udf(
+            "has_database_privilege",
+            &[2, 3],
+            B,
+            constant(ScalarValue::Boolean(Some(true))),
+        ),
+        udf(
+            "has_any_column_privilege",
+            &[2, 3],
+            B,
+            constant(ScalarValue::Boolean(Some(true))),
+        ),
         udf("format_type", &[2], S, |args, rows| {
-            map_first(args, rows, &DataType::Utf8, |v| ScalarValue::Utf8(as_i64(v).map(|o| format_type_name(o).map(str::to_string).unwrap_or_else(|| "???".into()))))
+            map_first(args, rows, &DataType::Utf8, |v| {
+                ScalarValue::Utf8(as_i64(v).map(|o| {
+                    format_type_name(o)
+                        .map(str::to_string)
+                        .unwrap_or_else(|| "???".into())
+                }))
+            })
         }),
-        udf("quote_ident", &[1], S, |args, rows| map_first(args, rows, &DataType::Utf8, |v| ScalarValue::Utf8(as_str(v).map(|s| quote_ident(&s))))),
-        udf("pg_size_pretty", &[1], S, |args, rows| map_first(args, rows, &DataType::Utf8, |v| ScalarValue::Utf8(as_i64(v).map(size_pretty)))),
+        udf("quote_ident", &[1], S, |args, rows| {
+            map_first(args, rows, &DataType::Utf8, |v| {
+                ScalarValue::Utf8(as_str(v).map(|s| quote_ident(&s)))
+            })
+        }),
+        udf("pg_size_pretty", &[1], S, |args, rows| {
+            map_first(args, rows, &DataType::Utf8, |v| {
+                ScalarValue::Utf8(as_i64(v).map(size_pretty))
+            })
+        }),
     ];
-    for name in ["pg_relation_size", "pg_total_relation_size", "pg_table_size", "pg_indexes_size", "pg_database_size"] {
+    for name in [
+        "pg_relation_size",
+        "pg_total_relation_size",
+        "pg_table_size",
+        "pg_indexes_size",
+        "pg_database_size",
+    ] {
         v.push(udf(name, &[1], I, constant(ScalarValue::Int64(Some(0)))));
     }
     let f = facts.clone();
     v.push(udf("current_setting", &[1, 2], S, move |args, rows| {
         let settings = f.settings.lock().clone();
-        map_first(args, rows, &DataType::Utf8, |v| ScalarValue::Utf8(as_str(v).and_then(|k| settings.get(&k.to_lowercase()).cloned())))
+        map_first(args, rows, &DataType::Utf8, |v| {
+            ScalarValue::Utf8(as_str(v).and_then(|k| settings.get(&k.to_lowercase()).cloned()))
+        })
     }));
     let e = engine.clone();
     let vis_db = db.clone();
     v.push(udf("pg_table_is_visible", &[1], B, move |args, rows| {
         let cat = e.catalog();
-        let visible: std::collections::HashSet<i64> = cat.db(&vis_db).map(|d| d.tables().iter().map(|t| table_oid(t.id)).collect()).unwrap_or_default();
+        let visible: std::collections::HashSet<i64> = cat
+            .db(&vis_db)
+            .map(|d| d.tables().iter().map(|t| table_oid(t.id)).collect())
+            .unwrap_or_default();
         drop(cat);
-        map_first(args, rows, &DataType::Boolean, |v| ScalarValue::Boolean(Some(as_i64(v).is_some_and(|o| visible.contains(&o) || o < TABLE_OID_BASE))))
+        map_first(args, rows, &DataType::Boolean, |v| {
+            ScalarValue::Boolean(Some(
+                as_i64(v).is_some_and(|o| visible.contains(&o) || o < TABLE_OID_BASE),
+            ))
+        })
     }));
     let e = engine;
     v.push(udf("to_regclass", &[1], I, move |args, rows| {
         let cat = e.catalog();
-        let oids: std::collections::HashMap<String, i64> = cat.db(&db).map(|d| d.tables().iter().map(|t| (t.name.to_string(), table_oid(t.id))).collect()).unwrap_or_default();
+        let oids: std::collections::HashMap<String, i64> = cat
+            .db(&db)
+            .map(|d| {
+                d.tables()
+                    .iter()
+                    .map(|t| (t.name.to_string(), table_oid(t.id)))
+                    .collect()
+            })
+            .unwrap_or_default();
         drop(cat);
-        map_first(args, rows, &DataType::Int64, |v| ScalarValue::Int64(as_str(v).and_then(|n| oids.get(n.trim_matches('"')).copied())))
+        map_first(args, rows, &DataType::Int64, |v| {
+            ScalarValue::Int64(as_str(v).and_then(|n| oids.get(n.trim_matches('"')).copied()))
+        })
     }));
     v
 }
@@ -636,10 +1319,13 @@ pub fn functions(engine: Arc<Engine>, facts: Arc<SessionFacts>) -> Vec<ScalarUDF
 pub fn regclass(engine: &Engine, db: &str, name: &str) -> Option<i64> {
     let name = name.rsplit('.').next().unwrap_or(name).trim_matches('"');
     let cat = engine.catalog();
-    cat.db(db).and_then(|d| d.table(name)).map(|t| table_oid(t.id))
+    cat.db(db)
+        .and_then(|d| d.table(name))
+        .map(|t| table_oid(t.id))
 }
 
 /// PostgreSQL name of a Sundial field type, for messages.
 pub fn field_type_sql(ft: FieldType) -> &'static str {
-    format_type_name(types::pg_type(&sundial_query::provider::field_data_type(ft)).oid() as i64).unwrap_or("text")
+    format_type_name(types::pg_type(&sundial_query::provider::field_data_type(ft)).oid() as i64)
+        .unwrap_or("text")
 }

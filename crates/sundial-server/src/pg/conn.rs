@@ -20,9 +20,15 @@ use pgwire::messages::PgWireBackendMessage as B;
 use pgwire::messages::PgWireFrontendMessage as F;
 use pgwire::messages::copy::CopyInResponse;
 use pgwire::messages::data::{FieldDescription, NoData, ParameterDescription, RowDescription};
-use pgwire::messages::extendedquery::{BindComplete, CloseComplete, ParseComplete, PortalSuspended};
-use pgwire::messages::response::{CommandComplete, EmptyQueryResponse, ReadyForQuery, TransactionStatus};
-use pgwire::messages::startup::{Authentication, BackendKeyData, ParameterStatus, SecretKey, Startup};
+use pgwire::messages::extendedquery::{
+    BindComplete, CloseComplete, ParseComplete, PortalSuspended,
+};
+use pgwire::messages::response::{
+    CommandComplete, EmptyQueryResponse, ReadyForQuery, TransactionStatus,
+};
+use pgwire::messages::startup::{
+    Authentication, BackendKeyData, ParameterStatus, SecretKey, Startup,
+};
 use sundial_query::datafusion::arrow::array::RecordBatch;
 use sundial_query::datafusion::common::ScalarValue;
 use sundial_query::datafusion::execution::SendableRecordBatchStream;
@@ -101,7 +107,12 @@ pub(super) struct Conn {
 }
 
 /// Serves one accepted connection to its end.
-pub(super) async fn run(stream: TcpStream, peer: SocketAddr, server: Arc<PgServer>, over_limit: bool) {
+pub(super) async fn run(
+    stream: TcpStream,
+    peer: SocketAddr,
+    server: Arc<PgServer>,
+    over_limit: bool,
+) {
     let _ = stream.set_nodelay(true);
     let (rd, wr) = stream.into_split();
     let mut c = Conn {
@@ -222,12 +233,24 @@ impl Conn {
                     return Ok(());
                 }
                 Ok(StartupFrame::Message(F::Startup(s))) => break s,
-                Ok(StartupFrame::Message(_)) => return self.fatal(PgError::protocol("expected a start-up message")).await,
+                Ok(StartupFrame::Message(_)) => {
+                    return self
+                        .fatal(PgError::protocol("expected a start-up message"))
+                        .await;
+                }
                 Err(e) => return self.fatal(frame_error(e)).await,
             }
         };
         if over_limit {
-            return self.fatal(PgError::new("53300", format!("sorry, too many clients already (CONNECTIONS_MAX = {})", super::CONNECTIONS_MAX))).await;
+            return self
+                .fatal(PgError::new(
+                    "53300",
+                    format!(
+                        "sorry, too many clients already (CONNECTIONS_MAX = {})",
+                        super::CONNECTIONS_MAX
+                    ),
+                ))
+                .await;
         }
         self.start_session(startup).await?;
         self.message_loop().await
@@ -238,21 +261,40 @@ impl Conn {
             // We speak 3.0: tell a newer client so (NegotiateProtocolVersion, newest minor 0, no options).
             let mut body = BytesMut::new();
             body.extend_from_slice(&0i32.to_be_bytes());
-            let opts: Vec<&String> = s.parameters.keys().filter(|k| k.starts_with("_pq_.")).collect();
+            let opts: Vec<&String> = s
+                .parameters
+                .keys()
+                .filter(|k| k.starts_with("_pq_."))
+                .collect();
             body.extend_from_slice(&(opts.len() as i32).to_be_bytes());
             for o in opts {
                 body.extend_from_slice(o.as_bytes());
                 body.extend_from_slice(&[0]);
             }
             self.out.extend_from_slice(b"v");
-            self.out.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
+            self.out
+                .extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
             self.out.extend_from_slice(&body);
         }
         let Some(user) = s.parameters.get("user").cloned().filter(|u| !u.is_empty()) else {
-            return self.fatal(PgError::new(code::INVALID_AUTHORIZATION, "no PostgreSQL user name specified in startup packet")).await;
+            return self
+                .fatal(PgError::new(
+                    code::INVALID_AUTHORIZATION,
+                    "no PostgreSQL user name specified in startup packet",
+                ))
+                .await;
         };
-        let db = s.parameters.get("database").cloned().filter(|d| !d.is_empty()).unwrap_or_else(|| user.clone());
-        let app = s.parameters.get("application_name").cloned().unwrap_or_default();
+        let db = s
+            .parameters
+            .get("database")
+            .cloned()
+            .filter(|d| !d.is_empty())
+            .unwrap_or_else(|| user.clone());
+        let app = s
+            .parameters
+            .get("application_name")
+            .cloned()
+            .unwrap_or_default();
         if let Some(password) = self.server.config.password.clone() {
             self.authenticate(&user, &password).await?;
         }
@@ -287,16 +329,45 @@ impl Conn {
         let (pid, entry) = self.server.registry.register(activity);
         self.pid = pid;
         let settings = Arc::new(Mutex::new(default_settings(&db, &user, &app)));
-        let facts = Arc::new(SessionFacts { db: db.clone(), user: user.clone(), pid, settings: settings.clone(), registry: self.server.registry.clone() });
+        let facts = Arc::new(SessionFacts {
+            db: db.clone(),
+            user: user.clone(),
+            pid,
+            settings: settings.clone(),
+            registry: self.server.registry.clone(),
+        });
         self.session = Some(Session::new(engine, (*self.server.state.query).clone(), facts));
         self.send(B::Authentication(Authentication::Ok));
-        for key in ["server_version", "server_encoding", "client_encoding", "datestyle", "intervalstyle", "timezone", "integer_datetimes", "standard_conforming_strings", "is_superuser", "session_authorization", "application_name", "default_transaction_read_only", "in_hot_standby", "search_path"] {
+        for key in [
+            "server_version",
+            "server_encoding",
+            "client_encoding",
+            "datestyle",
+            "intervalstyle",
+            "timezone",
+            "integer_datetimes",
+            "standard_conforming_strings",
+            "is_superuser",
+            "session_authorization",
+            "application_name",
+            "default_transaction_read_only",
+            "in_hot_standby",
+            "search_path",
+        ] {
             let v = settings.lock().get(key).cloned().unwrap_or_default();
-            self.send(B::ParameterStatus(ParameterStatus::new(display_name(key).to_string(), v)));
+            self.send(B::ParameterStatus(ParameterStatus::new(
+                display_name(key).to_string(),
+                v,
+            )));
         }
-        self.send(B::BackendKeyData(BackendKeyData::new(pid, SecretKey::I32(entry.secret))));
+        self.send(B::BackendKeyData(BackendKeyData::new(
+            pid,
+            SecretKey::I32(entry.secret),
+        )));
         self.entry = Some(entry);
-        self.send(B::ReadyForQuery(ReadyForQuery::new(TransactionStatus::Idle)));
+        self.send(B::ReadyForQuery(ReadyForQuery::new(
+            TransactionStatus::Idle,
+        )));
         self.flush().await
     }
 
@@ -316,7 +387,11 @@ impl Conn {
                 Ok(p) => p.password,
                 Err(e) => return self.fatal(PgError::protocol(e.to_string())).await,
             },
-            Ok(_) => return self.fatal(PgError::protocol("expected a password message")).await,
+            Ok(_) => {
+                return self
+                    .fatal(PgError::protocol("expected a password message"))
+                    .await;
+            }
             Err(e) => return self.fatal(frame_error(e)).await,
         };
         let expected = match method {
@@ -325,7 +400,12 @@ impl Conn {
         };
         if given != expected {
             tracing::warn!(user, peer = %self.peer, "postgres password authentication failed");
-            return self.fatal(PgError::new(code::INVALID_PASSWORD, format!("password authentication failed for user \"{user}\""))).await;
+            return self
+                .fatal(PgError::new(
+                    code::INVALID_PASSWORD,
+                    format!("password authentication failed for user \"{user}\""),
+                ))
+                .await;
         }
         Ok(())
     }
@@ -364,7 +444,9 @@ impl Conn {
                     }
                 }
                 F::Parse(p) => {
-                    let r = self.parse(p.name.unwrap_or_default(), p.query, p.type_oids).await;
+                    let r = self
+                        .parse(p.name.unwrap_or_default(), p.query, p.type_oids)
+                        .await;
                     self.extended_result(r);
                 }
                 F::Bind(b) => {
@@ -380,7 +462,10 @@ impl Conn {
                     self.extended_result(r);
                 }
                 F::Close(c) if c.target_type != b'S' && c.target_type != b'P' => {
-                    let e = PgError::protocol(format!("invalid CLOSE message subtype {}", c.target_type));
+                    let e = PgError::protocol(format!(
+                        "invalid CLOSE message subtype {}",
+                        c.target_type
+                    ));
                     self.extended_result(Err(e));
                 }
                 F::Close(c) => {
@@ -403,7 +488,8 @@ impl Conn {
                 // Outside COPY these are dropped, as PostgreSQL does after a failed COPY.
                 F::CopyData(_) | F::CopyDone(_) | F::CopyFail(_) => {}
                 other => {
-                    let e = PgError::protocol(format!("unexpected message {other:?} after start-up"));
+                    let e =
+                        PgError::protocol(format!("unexpected message {other:?} after start-up"));
                     return self.fatal(e).await;
                 }
             }
@@ -429,7 +515,9 @@ impl Conn {
     }
 
     fn session(&mut self) -> &mut Session {
-        self.session.as_mut().expect("a session exists after start-up")
+        self.session
+            .as_mut()
+            .expect("a session exists after start-up")
     }
 
     fn set_activity(&self, query: Option<&str>) {
@@ -442,7 +530,13 @@ impl Conn {
                     a.query = q.chars().take(ACTIVITY_QUERY_CHARS_MAX).collect();
                     a.query_start_ns = Some(now);
                 }
-                None => a.state = if self.tx() == Tx::Idle { "idle" } else { "idle in transaction" },
+                None => {
+                    a.state = if self.tx() == Tx::Idle {
+                        "idle"
+                    } else {
+                        "idle in transaction"
+                    }
+                }
             }
             a.state_change_ns = Some(now);
         }
@@ -451,7 +545,10 @@ impl Conn {
     fn check_tx(&self, p: &Prepared) -> Result<(), PgError> {
         use super::session::Kind;
         if self.tx() == Tx::Failed && !matches!(p.kind, Kind::Commit | Kind::Rollback) {
-            return Err(PgError::new(code::IN_FAILED_TRANSACTION, "current transaction is aborted, commands ignored until end of transaction block"));
+            return Err(PgError::new(
+                code::IN_FAILED_TRANSACTION,
+                "current transaction is aborted, commands ignored until end of transaction block",
+            ));
         }
         Ok(())
     }
@@ -482,7 +579,13 @@ impl Conn {
                 break;
             }
             let formats = vec![Format::Text; prepared.fields.as_ref().map_or(0, Vec::len)];
-            let mut portal = Portal { statement: prepared, params: Vec::new(), formats, running: None, done: false };
+            let mut portal = Portal {
+                statement: prepared,
+                params: Vec::new(),
+                formats,
+                running: None,
+                done: false,
+            };
             match self.run_portal(&mut portal, 0, true).await? {
                 Ok(()) if self.copy.is_some() => break,
                 Ok(()) => {}
@@ -502,7 +605,15 @@ impl Conn {
             .enumerate()
             .map(|(i, f)| {
                 let fmt = formats.get(i).copied().unwrap_or(Format::Text);
-                FieldDescription::new(f.name.clone(), 0, 0, f.ty.oid(), types::type_len(&f.ty), -1, fmt.code())
+                FieldDescription::new(
+                    f.name.clone(),
+                    0,
+                    0,
+                    f.ty.oid(),
+                    types::type_len(&f.ty),
+                    -1,
+                    fmt.code(),
+                )
             })
             .collect();
         B::RowDescription(RowDescription::new(descs))
@@ -510,7 +621,12 @@ impl Conn {
 
     /// Executes (or resumes) a portal: sends rows up to `max_rows` (0 = all), then CommandComplete or
     /// PortalSuspended. `describe` sends RowDescription first (simple protocol).
-    async fn run_portal(&mut self, portal: &mut Portal, max_rows: usize, describe: bool) -> Result<Result<(), PgError>, End> {
+    async fn run_portal(
+        &mut self,
+        portal: &mut Portal,
+        max_rows: usize,
+        describe: bool,
+    ) -> Result<Result<(), PgError>, End> {
         let entry = self.entry.clone().expect("registered after start-up");
         let generation = entry.cancel.start();
         if portal.done {
@@ -523,17 +639,21 @@ impl Conn {
                 let statement = portal.statement.clone();
                 let params = portal.params.clone();
                 let session = self.session.as_mut().expect("session");
-                let guard = super::cancel::QueryGuard { entry: entry.clone(), generation };
-                let fut = session.execute(&statement, params, &guard);
-                let outcome = match guarded(&mut self.rd, &mut self.inbuf, &entry, generation, fut).await {
-                    Ok(Ok(o)) => o,
-                    Ok(Err(e)) => return Ok(Err(e)),
-                    Err(Interrupt::Canceled) => return Ok(Err(PgError::canceled())),
-                    Err(Interrupt::Disconnected) => {
-                        entry.cancel.cancel();
-                        return Err(End::Closed);
-                    }
+                let guard = super::cancel::QueryGuard {
+                    entry: entry.clone(),
+                    generation,
                 };
+                let fut = session.execute(&statement, params, &guard);
+                let outcome =
+                    match guarded(&mut self.rd, &mut self.inbuf, &entry, generation, fut).await {
+                        Ok(Ok(o)) => o,
+                        Ok(Err(e)) => return Ok(Err(e)),
+                        Err(Interrupt::Canceled) => return Ok(Err(PgError::canceled())),
+                        Err(Interrupt::Disconnected) => {
+                            entry.cancel.cancel();
+                            return Err(End::Closed);
+                        }
+                    };
                 match outcome {
                     Outcome::Command(tag) => {
                         self.send(B::CommandComplete(CommandComplete::new(tag)));
@@ -545,8 +665,15 @@ impl Conn {
                     }
                     Outcome::CopyIn(copy) => {
                         let n = copy.target.columns.len() as i16;
-                        self.send(B::CopyInResponse(CopyInResponse::new(0, n, vec![0; n as usize])));
-                        self.copy = Some(CopyState { copy, extended: !describe });
+                        self.send(B::CopyInResponse(CopyInResponse::new(
+                            0,
+                            n,
+                            vec![0; n as usize],
+                        )));
+                        self.copy = Some(CopyState {
+                            copy,
+                            extended: !describe,
+                        });
                         return Ok(Ok(()));
                     }
                     Outcome::Stream(s) => (RowSource::Stream(s), None, 0u64),
@@ -574,22 +701,35 @@ impl Conn {
                         Some(b) => b,
                         None => break,
                     },
-                    RowSource::Stream(s) => match guarded(&mut self.rd, &mut self.inbuf, &entry, generation, s.next()).await {
-                        Ok(Some(Ok(b))) => b,
-                        Ok(Some(Err(e))) => return Ok(Err(super::errors::from_datafusion(&e, &portal.statement.sql))),
-                        Ok(None) => break,
-                        Err(Interrupt::Canceled) => return Ok(Err(PgError::canceled())),
-                        Err(Interrupt::Disconnected) => {
-                            entry.cancel.cancel();
-                            return Err(End::Closed);
+                    RowSource::Stream(s) => {
+                        match guarded(&mut self.rd, &mut self.inbuf, &entry, generation, s.next())
+                            .await
+                        {
+                            Ok(Some(Ok(b))) => b,
+                            Ok(Some(Err(e))) => {
+                                return Ok(Err(super::errors::from_datafusion(
+                                    &e,
+                                    &portal.statement.sql,
+                                )));
+                            }
+                            Ok(None) => break,
+                            Err(Interrupt::Canceled) => return Ok(Err(PgError::canceled())),
+                            Err(Interrupt::Disconnected) => {
+                                entry.cancel.cancel();
+                                return Err(End::Closed);
+                            }
                         }
-                    },
+                    }
                 },
             };
             if entry.cancel.is_canceled(generation) {
                 return Ok(Err(PgError::canceled()));
             }
-            let take = if max_rows == 0 { batch.num_rows() } else { batch.num_rows().min(max_rows - this_call) };
+            let take = if max_rows == 0 {
+                batch.num_rows()
+            } else {
+                batch.num_rows().min(max_rows - this_call)
+            };
             if take < batch.num_rows() {
                 leftover = Some(batch.slice(take, batch.num_rows() - take));
             }
@@ -615,13 +755,22 @@ impl Conn {
 
     async fn parse(&mut self, name: String, query: String, oids: Vec<u32>) -> Result<(), PgError> {
         if !name.is_empty() && self.statements.contains_key(&name) {
-            return Err(PgError::new("42P05", format!("prepared statement \"{name}\" already exists")));
+            return Err(PgError::new(
+                "42P05",
+                format!("prepared statement \"{name}\" already exists"),
+            ));
         }
         let mut statements = super::session::parse_sql(&query)?;
         if statements.len() > 1 {
-            return Err(PgError::new(code::SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement"));
+            return Err(PgError::new(
+                code::SYNTAX_ERROR,
+                "cannot insert multiple commands into a prepared statement",
+            ));
         }
-        let declared: Vec<Option<Type>> = oids.iter().map(|o| if *o == 0 { None } else { Type::from_oid(*o) }).collect();
+        let declared: Vec<Option<Type>> = oids
+            .iter()
+            .map(|o| if *o == 0 { None } else { Type::from_oid(*o) })
+            .collect();
         let prepared = match statements.pop() {
             None => super::session::Prepared {
                 sql: query,
@@ -641,26 +790,50 @@ impl Conn {
     fn bind(&mut self, b: pgwire::messages::extendedquery::Bind) -> Result<(), PgError> {
         let sname = b.statement_name.unwrap_or_default();
         let statement = self.statements.get(&sname).cloned().ok_or_else(|| {
-            PgError::new(code::INVALID_SQL_STATEMENT_NAME, format!("prepared statement \"{sname}\" does not exist"))
+            PgError::new(
+                code::INVALID_SQL_STATEMENT_NAME,
+                format!("prepared statement \"{sname}\" does not exist"),
+            )
         })?;
-        let params = self.session().bind_params(&statement, &sname, &b.parameter_format_codes, &b.parameters)?;
+        let params = self.session().bind_params(
+            &statement,
+            &sname,
+            &b.parameter_format_codes,
+            &b.parameters,
+        )?;
         let n = statement.fields.as_ref().map_or(0, Vec::len);
         let formats = Format::from_codes(&b.result_column_format_codes, n)?;
         let pname = b.portal_name.unwrap_or_default();
-        self.portals.insert(pname, Portal { statement, params, formats, running: None, done: false });
+        self.portals.insert(
+            pname,
+            Portal {
+                statement,
+                params,
+                formats,
+                running: None,
+                done: false,
+            },
+        );
         self.send(B::BindComplete(BindComplete::new()));
         Ok(())
     }
 
     fn describe(&mut self, target: u8, name: String) -> Result<(), PgError> {
         if target != b'S' && target != b'P' {
-            return Err(PgError::protocol(format!("invalid DESCRIBE message subtype {target}")));
+            return Err(PgError::protocol(format!(
+                "invalid DESCRIBE message subtype {target}"
+            )));
         }
         if target == b'S' {
             let st = self.statements.get(&name).cloned().ok_or_else(|| {
-                PgError::new(code::INVALID_SQL_STATEMENT_NAME, format!("prepared statement \"{name}\" does not exist"))
+                PgError::new(
+                    code::INVALID_SQL_STATEMENT_NAME,
+                    format!("prepared statement \"{name}\" does not exist"),
+                )
             })?;
-            self.send(B::ParameterDescription(ParameterDescription::new(st.param_types.iter().map(Type::oid).collect())));
+            self.send(B::ParameterDescription(ParameterDescription::new(
+                st.param_types.iter().map(Type::oid).collect(),
+            )));
             match &st.fields {
                 Some(f) => {
                     let formats = vec![Format::Text; f.len()];
@@ -669,7 +842,12 @@ impl Conn {
                 None => self.send(B::NoData(NoData::new())),
             }
         } else {
-            let p = self.portals.get(&name).ok_or_else(|| PgError::new(code::INVALID_CURSOR_NAME, format!("portal \"{name}\" does not exist")))?;
+            let p = self.portals.get(&name).ok_or_else(|| {
+                PgError::new(
+                    code::INVALID_CURSOR_NAME,
+                    format!("portal \"{name}\" does not exist"),
+                )
+            })?;
             let msg = match &p.statement.fields {
                 Some(f) => Self::row_description(f, &p.formats),
                 None => B::NoData(NoData::new()),
@@ -681,14 +859,19 @@ impl Conn {
 
     async fn execute(&mut self, name: String, max_rows: i32) -> Result<Result<(), PgError>, End> {
         let Some(mut portal) = self.portals.remove(&name) else {
-            return Ok(Err(PgError::new(code::INVALID_CURSOR_NAME, format!("portal \"{name}\" does not exist"))));
+            return Ok(Err(PgError::new(
+                code::INVALID_CURSOR_NAME,
+                format!("portal \"{name}\" does not exist"),
+            )));
         };
         if let Err(e) = self.check_tx(&portal.statement) {
             return Ok(Err(e));
         }
         let sql = portal.statement.sql.clone();
         self.set_activity(Some(&sql));
-        let r = self.run_portal(&mut portal, max_rows.max(0) as usize, false).await;
+        let r = self
+            .run_portal(&mut portal, max_rows.max(0) as usize, false)
+            .await;
         self.set_activity(None);
         self.portals.insert(name, portal);
         r
@@ -699,7 +882,9 @@ impl Conn {
             F::CopyData(d) => {
                 let state = self.copy.as_mut().expect("in copy");
                 match state.copy.feed(&d.data) {
-                    Ok(()) if state.copy.pending.len() >= COPY_BATCH_ROWS => self.copy_flush().await,
+                    Ok(()) if state.copy.pending.len() >= COPY_BATCH_ROWS => {
+                        self.copy_flush().await
+                    }
                     other => other,
                 }
             }
@@ -709,7 +894,10 @@ impl Conn {
                     Ok(()) => match self.copy_flush().await {
                         Ok(()) => {
                             let state = self.copy.take().expect("in copy");
-                            self.send(B::CommandComplete(CommandComplete::new(format!("COPY {}", state.copy.rows_written))));
+                            self.send(B::CommandComplete(CommandComplete::new(format!(
+                                "COPY {}",
+                                state.copy.rows_written
+                            ))));
                             if !state.extended {
                                 self.ready();
                             }
@@ -720,10 +908,15 @@ impl Conn {
                     Err(e) => Err(e),
                 }
             }
-            F::CopyFail(f) => Err(PgError::new(code::QUERY_CANCELED, format!("COPY from stdin failed: {}", f.message))),
+            F::CopyFail(f) => Err(PgError::new(
+                code::QUERY_CANCELED,
+                format!("COPY from stdin failed: {}", f.message),
+            )),
             F::Sync(_) | F::Flush(_) => return Ok(()),
             F::Terminate(_) => return Err(End::Closed),
-            other => Err(PgError::protocol(format!("unexpected message during COPY from stdin: {other:?}"))),
+            other => Err(PgError::protocol(format!(
+                "unexpected message during COPY from stdin: {other:?}"
+            ))),
         };
         if let Err(e) = result {
             let state = self.copy.take().expect("in copy");

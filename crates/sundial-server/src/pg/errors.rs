@@ -63,11 +63,21 @@ pub struct PgError {
 
 impl PgError {
     pub fn new(code: &'static str, message: impl Into<String>) -> PgError {
-        PgError { fatal: false, code, message: message.into(), position: None, detail: None, hint: None }
+        PgError {
+            fatal: false,
+            code,
+            message: message.into(),
+            position: None,
+            detail: None,
+            hint: None,
+        }
     }
 
     pub fn fatal(code: &'static str, message: impl Into<String>) -> PgError {
-        PgError { fatal: true, ..PgError::new(code, message) }
+        PgError {
+            fatal: true,
+            ..PgError::new(code, message)
+        }
     }
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> PgError {
@@ -89,19 +99,32 @@ impl PgError {
     }
 
     pub fn canceled() -> PgError {
-        PgError::new(code::QUERY_CANCELED, "canceling statement due to user request")
+        PgError::new(
+            code::QUERY_CANCELED,
+            "canceling statement due to user request",
+        )
     }
 
     pub fn internal(what: impl std::fmt::Display) -> PgError {
-        PgError::new(code::INTERNAL_ERROR, format!("internal error (a bug, please report it): {what}"))
+        PgError::new(
+            code::INTERNAL_ERROR,
+            format!("internal error (a bug, please report it): {what}"),
+        )
     }
 
     pub fn is_server_side(&self) -> bool {
-        matches!(self.code, code::INTERNAL_ERROR | code::IO_ERROR | code::DATA_CORRUPTED)
+        matches!(
+            self.code,
+            code::INTERNAL_ERROR | code::IO_ERROR | code::DATA_CORRUPTED
+        )
     }
 
     pub fn into_info(self) -> ErrorInfo {
-        let severity = if self.fatal { SEVERITY_FATAL } else { SEVERITY_ERROR };
+        let severity = if self.fatal {
+            SEVERITY_FATAL
+        } else {
+            SEVERITY_ERROR
+        };
         let mut info = ErrorInfo::new(severity.to_string(), self.code.to_string(), self.message);
         info.position = self.position.map(|p| p.to_string());
         info.detail = self.detail;
@@ -117,11 +140,15 @@ pub fn storage_code(e: &StorageError) -> &'static str {
         StorageError::TableNotFound { .. } => code::UNDEFINED_TABLE,
         StorageError::DatabaseExists { .. } => code::DUPLICATE_DATABASE,
         StorageError::InvalidName { .. } => code::INVALID_NAME,
-        StorageError::FieldTypeConflict { .. } | StorageError::ColumnKindConflict { .. } => code::DATATYPE_MISMATCH,
+        StorageError::FieldTypeConflict { .. } | StorageError::ColumnKindConflict { .. } => {
+            code::DATATYPE_MISMATCH
+        }
         StorageError::LimitExceeded { .. } => code::PROGRAM_LIMIT_EXCEEDED,
         StorageError::Overloaded { .. } => code::INSUFFICIENT_RESOURCES,
         StorageError::Io { .. } => code::IO_ERROR,
-        StorageError::Corrupt { .. } | StorageError::UnsupportedVersion { .. } => code::DATA_CORRUPTED,
+        StorageError::Corrupt { .. } | StorageError::UnsupportedVersion { .. } => {
+            code::DATA_CORRUPTED
+        }
         StorageError::Poisoned(_) | StorageError::Internal { .. } => code::INTERNAL_ERROR,
         _ => code::INTERNAL_ERROR,
     }
@@ -130,7 +157,9 @@ pub fn storage_code(e: &StorageError) -> &'static str {
 pub fn from_storage(e: &StorageError) -> PgError {
     let err = PgError::new(storage_code(e), e.to_string());
     match e {
-        StorageError::Overloaded { .. } => err.with_hint("the server is flushing; retry the write in a moment"),
+        StorageError::Overloaded { .. } => {
+            err.with_hint("the server is flushing; retry the write in a moment")
+        }
         _ => err,
     }
 }
@@ -146,7 +175,10 @@ pub fn from_query(e: &QueryError, sql: &str) -> PgError {
 
 /// SQLSTATE and position for a DataFusion error.
 pub fn from_datafusion(e: &DataFusionError, sql: &str) -> PgError {
-    let position = e.diagnostic().and_then(|d| d.span).map(|s| char_offset(sql, s.start.line as usize, s.start.column as usize));
+    let position = e
+        .diagnostic()
+        .and_then(|d| d.span)
+        .map(|s| char_offset(sql, s.start.line as usize, s.start.column as usize));
     let root = e.find_root();
     let message = clean_message(&root.to_string());
     let code = match root {
@@ -156,14 +188,14 @@ pub fn from_datafusion(e: &DataFusionError, sql: &str) -> PgError {
             };
             let pos = position.or_else(|| parser_position(m, sql));
             let text = m.rfind(" at Line: ").map_or(m.as_str(), |i| &m[..i]);
-            return PgError::new(code::SYNTAX_ERROR, format!("syntax error: {text}")).with_position(pos);
+            return PgError::new(code::SYNTAX_ERROR, format!("syntax error: {text}"))
+                .with_position(pos);
         }
         DataFusionError::SchemaError(s, _) => match s.as_ref() {
             SchemaError::FieldNotFound { .. } => code::UNDEFINED_COLUMN,
             SchemaError::AmbiguousReference { .. } => code::AMBIGUOUS_COLUMN,
-            SchemaError::DuplicateQualifiedField { .. } | SchemaError::DuplicateUnqualifiedField { .. } => {
-                code::DUPLICATE_COLUMN
-            }
+            SchemaError::DuplicateQualifiedField { .. }
+            | SchemaError::DuplicateUnqualifiedField { .. } => code::DUPLICATE_COLUMN,
         },
         DataFusionError::Plan(m) => plan_code(m),
         DataFusionError::NotImplemented(_) => code::FEATURE_NOT_SUPPORTED,
@@ -197,11 +229,16 @@ impl std::fmt::Display for PgErrorBox {
 impl std::error::Error for PgErrorBox {}
 
 fn plan_code(m: &str) -> &'static str {
-    if m.starts_with("table '") && m.ends_with("not found") || m.contains("table") && m.contains("not found") {
+    if m.starts_with("table '") && m.ends_with("not found")
+        || m.contains("table") && m.contains("not found")
+    {
         code::UNDEFINED_TABLE
     } else if m.contains("Invalid function") || m.contains("function") && m.contains("not found") {
         code::UNDEFINED_FUNCTION
-    } else if m.contains("No function matches") || m.contains("does not support") || m.contains("Cannot infer common") {
+    } else if m.contains("No function matches")
+        || m.contains("does not support")
+        || m.contains("Cannot infer common")
+    {
         code::UNDEFINED_FUNCTION
     } else if m.contains("Cannot coerce") || m.contains("cast") || m.contains("type") {
         code::DATATYPE_MISMATCH
@@ -239,7 +276,16 @@ fn execution_code(m: &str) -> &'static str {
 /// DataFusion prefixes messages with its variant ("Error during planning: "); clients show SQLSTATE already.
 fn clean_message(m: &str) -> String {
     let mut s = m;
-    for p in ["Error during planning: ", "Schema error: ", "SQL error: ", "This feature is not implemented: ", "Execution error: ", "Arrow error: ", "Optimizer rule", "Invalid or Unsupported Configuration: "] {
+    for p in [
+        "Error during planning: ",
+        "Schema error: ",
+        "SQL error: ",
+        "This feature is not implemented: ",
+        "Execution error: ",
+        "Arrow error: ",
+        "Optimizer rule",
+        "Invalid or Unsupported Configuration: ",
+    ] {
         if let Some(rest) = s.strip_prefix(p) {
             s = rest;
         }
@@ -253,7 +299,11 @@ fn parser_position(message: &str, sql: &str) -> Option<usize> {
     let rest = &message[at + 6..];
     let (line, rest) = rest.split_once(", Column: ")?;
     let column: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
-    Some(char_offset(sql, line.trim().parse().ok()?, column.parse().ok()?))
+    Some(char_offset(
+        sql,
+        line.trim().parse().ok()?,
+        column.parse().ok()?,
+    ))
 }
 
 /// 1-based (line, column) → 1-based character offset in `sql`.
@@ -275,7 +325,13 @@ mod tests {
     #[test]
     fn parser_positions_become_character_offsets() {
         let sql = "SELECT 1;\nSELEC x FROM t";
-        assert_eq!(parser_position("Expected: an SQL statement, found: SELEC at Line: 2, Column: 1", sql), Some(11));
+        assert_eq!(
+            parser_position(
+                "Expected: an SQL statement, found: SELEC at Line: 2, Column: 1",
+                sql
+            ),
+            Some(11)
+        );
         assert_eq!(parser_position("no position here", sql), None);
         assert_eq!(char_offset("SELECT * FORM t", 1, 10), 10);
     }
@@ -284,7 +340,9 @@ mod tests {
     fn storage_errors_map_to_sqlstates() {
         let e = StorageError::DatabaseNotFound { name: "x".into() };
         assert_eq!(from_storage(&e).code, code::INVALID_CATALOG_NAME);
-        let e = StorageError::Overloaded { reason: "busy".into() };
+        let e = StorageError::Overloaded {
+            reason: "busy".into(),
+        };
         assert_eq!(from_storage(&e).code, code::INSUFFICIENT_RESOURCES);
         assert!(from_storage(&e).hint.is_some());
     }

@@ -37,8 +37,14 @@ pub enum Phase {
 /// Why a frame was refused. Every variant ends the connection (after an ErrorResponse when possible).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {
-    #[error("message of {len} bytes exceeds the {limit}-byte limit ({what}); send smaller statements or COPY chunks")]
-    TooLarge { len: usize, limit: usize, what: &'static str },
+    #[error(
+        "message of {len} bytes exceeds the {limit}-byte limit ({what}); send smaller statements or COPY chunks"
+    )]
+    TooLarge {
+        len: usize,
+        limit: usize,
+        what: &'static str,
+    },
     #[error("invalid message length {len} (a message counts at least its own 4-byte length)")]
     BadLength { len: i64 },
     #[error("unknown message type {0:#04x} ({0:?} as a byte)")]
@@ -71,7 +77,12 @@ pub fn split_frame(buf: &mut BytesMut, phase: Phase) -> Result<Option<BytesMut>,
     if phase == Phase::Normal && !is_frontend_type(buf[0]) {
         return Err(FrameError::UnknownType(buf[0]));
     }
-    let len = i32::from_be_bytes([buf[offset], buf[offset + 1], buf[offset + 2], buf[offset + 3]]);
+    let len = i32::from_be_bytes([
+        buf[offset],
+        buf[offset + 1],
+        buf[offset + 2],
+        buf[offset + 3],
+    ]);
     let min = if phase == Phase::Startup { 8 } else { 4 };
     if (len as i64) < min {
         return Err(FrameError::BadLength { len: len as i64 });
@@ -87,7 +98,10 @@ pub fn split_frame(buf: &mut BytesMut, phase: Phase) -> Result<Option<BytesMut>,
 }
 
 fn is_frontend_type(b: u8) -> bool {
-    matches!(b, b'Q' | b'P' | b'B' | b'E' | b'D' | b'C' | b'H' | b'S' | b'X' | b'd' | b'c' | b'f' | b'p')
+    matches!(
+        b,
+        b'Q' | b'P' | b'B' | b'E' | b'D' | b'C' | b'H' | b'S' | b'X' | b'd' | b'c' | b'f' | b'p'
+    )
 }
 
 fn normal_context() -> DecodeContext {
@@ -100,8 +114,13 @@ fn normal_context() -> DecodeContext {
 /// pgwire 0.42's body decoders index past the end of some truncated bodies (they panic instead of
 /// returning an error; found by `random_and_mutated_inputs_never_panic`). The frame is complete and
 /// bounded, so the panic is contained here and becomes a protocol error.
-fn decode_contained(frame: &mut BytesMut, ctx: &DecodeContext) -> Result<Option<PgWireFrontendMessage>, String> {
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| PgWireFrontendMessage::decode(frame, ctx)));
+fn decode_contained(
+    frame: &mut BytesMut,
+    ctx: &DecodeContext,
+) -> Result<Option<PgWireFrontendMessage>, String> {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        PgWireFrontendMessage::decode(frame, ctx)
+    }));
     match r {
         Ok(Ok(m)) => Ok(m),
         Ok(Err(e)) => Err(e.to_string()),
@@ -112,7 +131,9 @@ fn decode_contained(frame: &mut BytesMut, ctx: &DecodeContext) -> Result<Option<
 /// Decodes one complete untyped start-up frame.
 pub fn decode_startup(mut frame: BytesMut) -> Result<StartupFrame, FrameError> {
     if frame.len() < 8 {
-        return Err(FrameError::BadLength { len: frame.len() as i64 });
+        return Err(FrameError::BadLength {
+            len: frame.len() as i64,
+        });
     }
     let code = i32::from_be_bytes([frame[4], frame[5], frame[6], frame[7]]);
     match code {
@@ -129,10 +150,17 @@ pub fn decode_startup(mut frame: BytesMut) -> Result<StartupFrame, FrameError> {
     let mut ctx = DecodeContext::new(ProtocolVersion::PROTOCOL3_0);
     ctx.awaiting_frontend_ssl = false;
     ctx.awaiting_frontend_startup = true;
-    let what = if code == CANCEL_REQUEST_CODE { "CancelRequest" } else { "StartupMessage" };
+    let what = if code == CANCEL_REQUEST_CODE {
+        "CancelRequest"
+    } else {
+        "StartupMessage"
+    };
     match decode_contained(&mut frame, &ctx) {
         Ok(Some(m)) => Ok(StartupFrame::Message(m)),
-        Ok(None) => Err(FrameError::Malformed { what, reason: "truncated".into() }),
+        Ok(None) => Err(FrameError::Malformed {
+            what,
+            reason: "truncated".into(),
+        }),
         Err(reason) => Err(FrameError::Malformed { what, reason }),
     }
 }
@@ -145,10 +173,16 @@ pub fn decode_frame(mut frame: BytesMut) -> Result<PgWireFrontendMessage, FrameE
     match decode_contained(&mut frame, &normal_context()) {
         Ok(Some(m)) if frame.has_remaining() => {
             drop(m);
-            Err(FrameError::Malformed { what, reason: format!("{} trailing bytes of {declared}", frame.remaining()) })
+            Err(FrameError::Malformed {
+                what,
+                reason: format!("{} trailing bytes of {declared}", frame.remaining()),
+            })
         }
         Ok(Some(m)) => Ok(m),
-        Ok(None) => Err(FrameError::Malformed { what, reason: "truncated".into() }),
+        Ok(None) => Err(FrameError::Malformed {
+            what,
+            reason: "truncated".into(),
+        }),
         Err(reason) => Err(FrameError::Malformed { what, reason }),
     }
 }
@@ -239,17 +273,35 @@ mod tests {
     fn oversized_headers_are_refused_before_the_body_arrives() {
         let mut buf = BytesMut::from(&[b'Q', 0x7f, 0xff, 0xff, 0xff][..]);
         let e = split_frame(&mut buf, Phase::Normal).unwrap_err();
-        assert!(matches!(e, FrameError::TooLarge { limit: MESSAGE_BYTES_MAX, .. }), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                FrameError::TooLarge {
+                    limit: MESSAGE_BYTES_MAX,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
         let mut buf = BytesMut::from(&[0x00, 0x01, 0x00, 0x00][..]);
-        assert!(matches!(split_frame(&mut buf, Phase::Startup), Err(FrameError::TooLarge { .. })));
+        assert!(matches!(
+            split_frame(&mut buf, Phase::Startup),
+            Err(FrameError::TooLarge { .. })
+        ));
     }
 
     #[test]
     fn bad_lengths_and_types_are_errors() {
         let mut buf = BytesMut::from(&[b'Q', 0, 0, 0, 3][..]);
-        assert_eq!(split_frame(&mut buf, Phase::Normal), Err(FrameError::BadLength { len: 3 }));
+        assert_eq!(
+            split_frame(&mut buf, Phase::Normal),
+            Err(FrameError::BadLength { len: 3 })
+        );
         let mut buf = BytesMut::from(&[b'Z', 0, 0, 0, 4][..]);
-        assert_eq!(split_frame(&mut buf, Phase::Normal), Err(FrameError::UnknownType(b'Z')));
+        assert_eq!(
+            split_frame(&mut buf, Phase::Normal),
+            Err(FrameError::UnknownType(b'Z'))
+        );
         let mut buf = BytesMut::from(&[b'Q', 0, 0][..]);
         assert_eq!(split_frame(&mut buf, Phase::Normal), Ok(None));
     }
@@ -278,7 +330,10 @@ mod tests {
         };
         let mut valid = startup_bytes();
         valid.extend(typed(b'P', b"\0SELECT $1, $2\0\0\x02\0\0\0\x14\0\0\0\x19"));
-        valid.extend(typed(b'B', b"\0\0\0\x01\0\x01\0\x02\0\0\0\x08\0\0\0\0\0\0\0\x07\xff\xff\xff\xff\0\x01\0\x01"));
+        valid.extend(typed(
+            b'B',
+            b"\0\0\0\x01\0\x01\0\x02\0\0\0\x08\0\0\0\0\0\0\0\x07\xff\xff\xff\xff\0\x01\0\x01",
+        ));
         valid.extend(typed(b'D', b"P\0"));
         valid.extend(typed(b'E', b"\0\0\0\0\0"));
         valid.extend(typed(b'C', b"S\0"));

@@ -63,16 +63,31 @@ pub struct Row {
 
 impl Target {
     /// Resolves `columns` (or, when empty, the table's own columns) against the catalog.
-    pub fn resolve(engine: &sundial_storage::Engine, db: &str, table: &str, columns: Vec<String>) -> Result<Target, PgError> {
+    pub fn resolve(
+        engine: &sundial_storage::Engine,
+        db: &str,
+        table: &str,
+        columns: Vec<String>,
+    ) -> Result<Target, PgError> {
         let cat = engine.catalog();
-        let dbc = cat.db(db).ok_or_else(|| PgError::new(code::INVALID_CATALOG_NAME, format!("database \"{db}\" does not exist")))?;
+        let dbc = cat.db(db).ok_or_else(|| {
+            PgError::new(
+                code::INVALID_CATALOG_NAME,
+                format!("database \"{db}\" does not exist"),
+            )
+        })?;
         let t = dbc.table(table);
         let columns = if columns.is_empty() {
             let t = t.ok_or_else(|| {
                 PgError::new(code::UNDEFINED_TABLE, format!("relation \"{table}\" does not exist"))
                     .with_hint("name the columns, e.g. INSERT INTO t (time, host, usage) …; the first write creates the table")
             })?;
-            let mut names: Vec<String> = t.columns().iter().map(|c| c.name.to_string()).filter(|n| n != "time").collect();
+            let mut names: Vec<String> = t
+                .columns()
+                .iter()
+                .map(|c| c.name.to_string())
+                .filter(|n| n != "time")
+                .collect();
             names.sort();
             names.insert(0, "time".to_string());
             names
@@ -83,7 +98,10 @@ impl Target {
         let mut kinds = Vec::with_capacity(columns.len());
         for c in &columns {
             if !seen.insert(c.as_str()) {
-                return Err(PgError::new(code::DUPLICATE_COLUMN, format!("column \"{c}\" specified more than once")));
+                return Err(PgError::new(
+                    code::DUPLICATE_COLUMN,
+                    format!("column \"{c}\" specified more than once"),
+                ));
             }
             kinds.push(if c == "time" {
                 ColKind::Time
@@ -95,28 +113,65 @@ impl Target {
                 }
             });
         }
-        Ok(Target { db: db.to_string(), table: table.to_string(), columns, kinds })
+        Ok(Target {
+            db: db.to_string(),
+            table: table.to_string(),
+            columns,
+            kinds,
+        })
     }
 
     /// Writes rows; returns how many were written. Blocking (call from a blocking thread).
-    pub fn write(&self, engine: &sundial_storage::Engine, rows: &[Row], now_ns: i64) -> Result<usize, PgError> {
+    pub fn write(
+        &self,
+        engine: &sundial_storage::Engine,
+        rows: &[Row],
+        now_ns: i64,
+    ) -> Result<usize, PgError> {
         if rows.is_empty() {
             return Ok(0);
         }
         let mut points = Vec::with_capacity(rows.len());
         for (i, r) in rows.iter().enumerate() {
             if r.fields.is_empty() {
-                return Err(PgError::new(code::NOT_NULL_VIOLATION, format!("row {} has no non-null field value; a row needs at least one field (tags and time alone are not stored)", i + 1)));
+                return Err(PgError::new(
+                    code::NOT_NULL_VIOLATION,
+                    format!(
+                        "row {} has no non-null field value; a row needs at least one field (tags and time alone are not stored)",
+                        i + 1
+                    ),
+                ));
             }
-            let mut tags: Vec<(&str, &str)> = r.tags.iter().map(|(c, v)| (self.columns[*c].as_str(), v.as_str())).collect();
+            let mut tags: Vec<(&str, &str)> = r
+                .tags
+                .iter()
+                .map(|(c, v)| (self.columns[*c].as_str(), v.as_str()))
+                .collect();
             tags.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            let fields = r.fields.iter().map(|(c, v)| (self.columns[*c].as_str(), v.clone())).collect();
-            points.push(WritePoint { line: i + 1, table: &self.table, tags, fields, ts: r.ts.unwrap_or(now_ns) });
+            let fields = r
+                .fields
+                .iter()
+                .map(|(c, v)| (self.columns[*c].as_str(), v.clone()))
+                .collect();
+            points.push(WritePoint {
+                line: i + 1,
+                table: &self.table,
+                tags,
+                fields,
+                ts: r.ts.unwrap_or(now_ns),
+            });
         }
-        let outcome = engine.write(&self.db, &points).map_err(|e| super::errors::from_storage(&e))?;
+        let outcome = engine
+            .write(&self.db, &points)
+            .map_err(|e| super::errors::from_storage(&e))?;
         if let Some((line, e)) = outcome.rejected.first() {
             let mut err = super::errors::from_storage(e);
-            err.message = format!("row {line}: {} ({} rows written, {} rejected)", err.message, outcome.rows_written, outcome.rejected.len());
+            err.message = format!(
+                "row {line}: {} ({} rows written, {} rejected)",
+                err.message,
+                outcome.rows_written,
+                outcome.rejected.len()
+            );
             return Err(err);
         }
         Ok(outcome.rows_written)
@@ -135,10 +190,22 @@ impl Target {
         let mut rows = Vec::new();
         for b in batches {
             if b.num_columns() != self.columns.len() {
-                return Err(PgError::new(code::SYNTAX_ERROR, format!("INSERT has {} target columns but {} expressions", self.columns.len(), b.num_columns())));
+                return Err(PgError::new(
+                    code::SYNTAX_ERROR,
+                    format!(
+                        "INSERT has {} target columns but {} expressions",
+                        self.columns.len(),
+                        b.num_columns()
+                    ),
+                ));
             }
             if rows.len() + b.num_rows() > INSERT_ROWS_MAX {
-                return Err(PgError::new(code::PROGRAM_LIMIT_EXCEEDED, format!("INSERT of more than {INSERT_ROWS_MAX} rows (INSERT_ROWS_MAX); use COPY for bulk loads")));
+                return Err(PgError::new(
+                    code::PROGRAM_LIMIT_EXCEEDED,
+                    format!(
+                        "INSERT of more than {INSERT_ROWS_MAX} rows (INSERT_ROWS_MAX); use COPY for bulk loads"
+                    ),
+                ));
             }
             let base = rows.len();
             rows.extend((0..b.num_rows()).map(|_| Row::default()));
@@ -149,19 +216,37 @@ impl Target {
         Ok(rows)
     }
 
-    fn column_into_rows(&mut self, c: usize, array: &dyn Array, rows: &mut [Row]) -> Result<(), PgError> {
+    fn column_into_rows(
+        &mut self,
+        c: usize,
+        array: &dyn Array,
+        rows: &mut [Row],
+    ) -> Result<(), PgError> {
         let name = self.columns[c].clone();
         let dt = array.data_type().clone();
         let strings = match &dt {
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Dictionary(..) => {
+            DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Dictionary(..) => {
                 Some(cast(array, &DataType::Utf8).map_err(|e| PgError::internal(e))?)
             }
             _ => None,
         };
         let first_kind = match &dt {
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Dictionary(..) | DataType::Null => ColKind::Tag,
+            DataType::Utf8
+            | DataType::LargeUtf8
+            | DataType::Utf8View
+            | DataType::Dictionary(..)
+            | DataType::Null => ColKind::Tag,
             DataType::Boolean => ColKind::Field(FieldType::Boolean),
-            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 | DataType::UInt8 | DataType::UInt16 | DataType::UInt32 => ColKind::Field(FieldType::Integer),
+            DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32 => ColKind::Field(FieldType::Integer),
             DataType::UInt64 => ColKind::Field(FieldType::UInteger),
             _ => ColKind::Field(FieldType::Float),
         };
@@ -173,14 +258,18 @@ impl Target {
         let as_i64 = cast(array, &DataType::Int64).ok();
         let as_f64 = cast(array, &DataType::Float64).ok();
         let as_ts = match &dt {
-            DataType::Timestamp(..) => cast(array, &DataType::Timestamp(TimeUnit::Nanosecond, None)).ok(),
+            DataType::Timestamp(..) => {
+                cast(array, &DataType::Timestamp(TimeUnit::Nanosecond, None)).ok()
+            }
             _ => None,
         };
         for (i, row) in rows.iter_mut().enumerate() {
             if array.is_null(i) {
                 continue;
             }
-            let text = strings.as_ref().map(|s| s.as_string::<i32>().value(i).to_string());
+            let text = strings
+                .as_ref()
+                .map(|s| s.as_string::<i32>().value(i).to_string());
             match kind {
                 ColKind::Time => {
                     row.ts = Some(if let Some(ts) = &as_ts {
@@ -188,9 +277,13 @@ impl Target {
                     } else if let Some(t) = &text {
                         parse_timestamp_ns(t).ok_or_else(|| bad_time(t))?
                     } else if let Some(v) = &as_i64 {
-                        v.as_primitive::<sundial_query::datafusion::arrow::datatypes::Int64Type>().value(i)
+                        v.as_primitive::<sundial_query::datafusion::arrow::datatypes::Int64Type>()
+                            .value(i)
                     } else {
-                        return Err(PgError::new(code::DATATYPE_MISMATCH, format!("column \"time\" is a timestamp but the value is {dt}")));
+                        return Err(PgError::new(
+                            code::DATATYPE_MISMATCH,
+                            format!("column \"time\" is a timestamp but the value is {dt}"),
+                        ));
                     });
                 }
                 ColKind::Tag => {
@@ -201,7 +294,15 @@ impl Target {
                     row.tags.push((c, v));
                 }
                 ColKind::Field(ft) => {
-                    let v = field_value(ft, &name, array, i, text.as_deref(), as_i64.as_deref(), as_f64.as_deref())?;
+                    let v = field_value(
+                        ft,
+                        &name,
+                        array,
+                        i,
+                        text.as_deref(),
+                        as_i64.as_deref(),
+                        as_f64.as_deref(),
+                    )?;
                     row.fields.push((c, v));
                 }
                 ColKind::Undecided => {}
@@ -211,7 +312,12 @@ impl Target {
     }
 
     /// Adds one text value (from COPY) to `row`.
-    pub fn push_text(&mut self, row: &mut Row, c: usize, text: Option<&str>) -> Result<(), PgError> {
+    pub fn push_text(
+        &mut self,
+        row: &mut Row,
+        c: usize,
+        text: Option<&str>,
+    ) -> Result<(), PgError> {
         let Some(t) = text else { return Ok(()) };
         let guess = || {
             if t.parse::<f64>().is_ok() {
@@ -222,7 +328,11 @@ impl Target {
                 ColKind::Tag
             }
         };
-        let kind = if self.kinds[c] == ColKind::Undecided { self.decide(c, guess()) } else { self.kinds[c] };
+        let kind = if self.kinds[c] == ColKind::Undecided {
+            self.decide(c, guess())
+        } else {
+            self.kinds[c]
+        };
         match kind {
             ColKind::Time => {
                 row.ts = Some(match parse_timestamp_ns(t) {
@@ -242,17 +352,30 @@ impl Target {
 }
 
 fn bad_time(t: &str) -> PgError {
-    PgError::new(code::INVALID_DATETIME_FORMAT, format!("invalid value for column \"time\": {t:?}"))
-        .with_hint("use ISO 8601 (2023-11-14 22:13:20, 2023-11-14T22:13:20Z) or nanoseconds since the epoch")
+    PgError::new(
+        code::INVALID_DATETIME_FORMAT,
+        format!("invalid value for column \"time\": {t:?}"),
+    )
+    .with_hint(
+        "use ISO 8601 (2023-11-14 22:13:20, 2023-11-14T22:13:20Z) or nanoseconds since the epoch",
+    )
 }
 
 fn display_value(array: &dyn Array, i: usize) -> String {
     use sundial_query::datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
-    ArrayFormatter::try_new(array, &FormatOptions::default()).map(|f| f.value(i).to_string()).unwrap_or_default()
+    ArrayFormatter::try_new(array, &FormatOptions::default())
+        .map(|f| f.value(i).to_string())
+        .unwrap_or_default()
 }
 
 fn mismatch(column: &str, ft: FieldType, got: impl std::fmt::Display) -> PgError {
-    PgError::new(code::DATATYPE_MISMATCH, format!("column \"{column}\" is of type {} but the value is {got}", ft.influx_name()))
+    PgError::new(
+        code::DATATYPE_MISMATCH,
+        format!(
+            "column \"{column}\" is of type {} but the value is {got}",
+            ft.influx_name()
+        ),
+    )
 }
 
 fn field_value(
@@ -269,20 +392,40 @@ fn field_value(
         return parse_field_text(ft, column, t);
     }
     let dt = array.data_type();
-    let is_float = matches!(dt, DataType::Float16 | DataType::Float32 | DataType::Float64 | DataType::Decimal128(..));
+    let is_float = matches!(
+        dt,
+        DataType::Float16 | DataType::Float32 | DataType::Float64 | DataType::Decimal128(..)
+    );
     Ok(match ft {
-        FieldType::Float => Value::Float(as_f64.filter(|a| !a.is_null(i)).ok_or_else(|| mismatch(column, ft, dt))?.as_primitive::<Float64Type>().value(i)),
+        FieldType::Float => Value::Float(
+            as_f64
+                .filter(|a| !a.is_null(i))
+                .ok_or_else(|| mismatch(column, ft, dt))?
+                .as_primitive::<Float64Type>()
+                .value(i),
+        ),
         FieldType::Integer | FieldType::UInteger => {
             if is_float {
-                let f = as_f64.ok_or_else(|| mismatch(column, ft, dt))?.as_primitive::<Float64Type>().value(i);
+                let f = as_f64
+                    .ok_or_else(|| mismatch(column, ft, dt))?
+                    .as_primitive::<Float64Type>()
+                    .value(i);
                 if f.fract() != 0.0 {
                     return Err(mismatch(column, ft, f));
                 }
             }
             if ft == FieldType::UInteger && matches!(dt, DataType::UInt64) {
-                return Ok(Value::UInteger(array.as_primitive::<sundial_query::datafusion::arrow::datatypes::UInt64Type>().value(i)));
+                return Ok(Value::UInteger(
+                    array
+                        .as_primitive::<sundial_query::datafusion::arrow::datatypes::UInt64Type>()
+                        .value(i),
+                ));
             }
-            let v = as_i64.filter(|a| !a.is_null(i)).ok_or_else(|| mismatch(column, ft, dt))?.as_primitive::<Int64Type>().value(i);
+            let v = as_i64
+                .filter(|a| !a.is_null(i))
+                .ok_or_else(|| mismatch(column, ft, dt))?
+                .as_primitive::<Int64Type>()
+                .value(i);
             if ft == FieldType::UInteger {
                 Value::UInteger(u64::try_from(v).map_err(|_| mismatch(column, ft, v))?)
             } else {
@@ -298,7 +441,15 @@ fn field_value(
 }
 
 fn parse_field_text(ft: FieldType, column: &str, t: &str) -> Result<Value, PgError> {
-    let bad = || PgError::new(code::INVALID_TEXT_REPRESENTATION, format!("invalid input for column \"{column}\" of type {}: {t:?}", ft.influx_name()));
+    let bad = || {
+        PgError::new(
+            code::INVALID_TEXT_REPRESENTATION,
+            format!(
+                "invalid input for column \"{column}\" of type {}: {t:?}",
+                ft.influx_name()
+            ),
+        )
+    };
     Ok(match ft {
         FieldType::Float => Value::Float(t.trim().parse().map_err(|_| bad())?),
         FieldType::Integer => Value::Integer(t.trim().parse().map_err(|_| bad())?),
@@ -325,7 +476,14 @@ pub struct CopyFormat {
 
 impl Default for CopyFormat {
     fn default() -> Self {
-        CopyFormat { csv: false, delimiter: b'\t', null: "\\N".into(), header: false, quote: b'"', escape: b'"' }
+        CopyFormat {
+            csv: false,
+            delimiter: b'\t',
+            null: "\\N".into(),
+            header: false,
+            quote: b'"',
+            escape: b'"',
+        }
     }
 }
 
@@ -343,7 +501,16 @@ pub struct CopyIn {
 
 impl CopyIn {
     pub fn new(target: Target, format: CopyFormat) -> CopyIn {
-        CopyIn { target, format, buf: Vec::new(), pending: Vec::new(), rows_written: 0, line_no: 0, header_skipped: false, done: false }
+        CopyIn {
+            target,
+            format,
+            buf: Vec::new(),
+            pending: Vec::new(),
+            rows_written: 0,
+            line_no: 0,
+            header_skipped: false,
+            done: false,
+        }
     }
 
     /// Feeds a CopyData payload; parses every complete record into `pending`.
@@ -357,7 +524,13 @@ impl CopyIn {
         }
         self.buf.drain(..start);
         if self.buf.len() > COPY_LINE_BYTES_MAX {
-            return Err(PgError::new(code::PROGRAM_LIMIT_EXCEEDED, format!("COPY line {} exceeds {COPY_LINE_BYTES_MAX} bytes (COPY_LINE_BYTES_MAX)", self.line_no + 1)));
+            return Err(PgError::new(
+                code::PROGRAM_LIMIT_EXCEEDED,
+                format!(
+                    "COPY line {} exceeds {COPY_LINE_BYTES_MAX} bytes (COPY_LINE_BYTES_MAX)",
+                    self.line_no + 1
+                ),
+            ));
         }
         Ok(())
     }
@@ -387,14 +560,31 @@ impl CopyIn {
         }
         let line = self.line_no;
         let table = self.target.table.clone();
-        let at = |e: PgError| PgError { message: format!("COPY {table}, line {line}: {}", e.message), ..e };
-        let values = if self.format.csv { split_csv(rec, &self.format) } else { split_text(rec, &self.format) }.map_err(|m| at(PgError::new(code::INVALID_TEXT_REPRESENTATION, m)))?;
+        let at = |e: PgError| PgError {
+            message: format!("COPY {table}, line {line}: {}", e.message),
+            ..e
+        };
+        let values = if self.format.csv {
+            split_csv(rec, &self.format)
+        } else {
+            split_text(rec, &self.format)
+        }
+        .map_err(|m| at(PgError::new(code::INVALID_TEXT_REPRESENTATION, m)))?;
         if values.len() != self.target.columns.len() {
-            return Err(at(PgError::new(code::INVALID_TEXT_REPRESENTATION, format!("expected {} columns, got {}", self.target.columns.len(), values.len()))));
+            return Err(at(PgError::new(
+                code::INVALID_TEXT_REPRESENTATION,
+                format!(
+                    "expected {} columns, got {}",
+                    self.target.columns.len(),
+                    values.len()
+                ),
+            )));
         }
         let mut row = Row::default();
         for (c, v) in values.iter().enumerate() {
-            self.target.push_text(&mut row, c, v.as_deref()).map_err(at)?;
+            self.target
+                .push_text(&mut row, c, v.as_deref())
+                .map_err(at)?;
         }
         self.pending.push(row);
         Ok(())
@@ -522,7 +712,11 @@ fn split_csv(rec: &[u8], f: &CopyFormat) -> Result<Vec<Option<String>>, String> 
 
 /// Tags/fields of a column list by name, for error messages.
 pub fn kinds_by_name(t: &Target) -> HashMap<&str, ColKind> {
-    t.columns.iter().map(String::as_str).zip(t.kinds.iter().copied()).collect()
+    t.columns
+        .iter()
+        .map(String::as_str)
+        .zip(t.kinds.iter().copied())
+        .collect()
 }
 
 #[cfg(test)]
@@ -532,13 +726,29 @@ mod tests {
     #[test]
     fn text_format_splits_and_unescapes() {
         let f = CopyFormat::default();
-        assert_eq!(split_text(b"a\\tb\t\\N\t1.5", &f).unwrap(), vec![Some("a\tb".into()), None, Some("1.5".into())]);
+        assert_eq!(
+            split_text(b"a\\tb\t\\N\t1.5", &f).unwrap(),
+            vec![Some("a\tb".into()), None, Some("1.5".into())]
+        );
     }
 
     #[test]
     fn csv_handles_quotes_nulls_and_newlines() {
-        let f = CopyFormat { csv: true, delimiter: b',', null: String::new(), ..CopyFormat::default() };
-        assert_eq!(split_csv(b"\"a,\"\"b\"\"\",,\"\",2", &f).unwrap(), vec![Some("a,\"b\"".into()), None, Some(String::new()), Some("2".into())]);
+        let f = CopyFormat {
+            csv: true,
+            delimiter: b',',
+            null: String::new(),
+            ..CopyFormat::default()
+        };
+        assert_eq!(
+            split_csv(b"\"a,\"\"b\"\"\",,\"\",2", &f).unwrap(),
+            vec![
+                Some("a,\"b\"".into()),
+                None,
+                Some(String::new()),
+                Some("2".into())
+            ]
+        );
         assert_eq!(record_end(b"\"x\ny\",1\nnext", &f), Some(7));
         assert!(split_csv(b"\"open", &f).is_err());
     }

@@ -58,7 +58,9 @@ impl std::str::FromStr for AuthMethod {
         match s {
             "md5" => Ok(AuthMethod::Md5),
             "cleartext" | "password" => Ok(AuthMethod::Cleartext),
-            other => Err(format!("unknown auth method {other:?}: expected md5 or cleartext")),
+            other => Err(format!(
+                "unknown auth method {other:?}: expected md5 or cleartext"
+            )),
         }
     }
 }
@@ -73,12 +75,19 @@ pub struct PgConfig {
 
 impl Default for PgConfig {
     fn default() -> Self {
-        PgConfig { password: None, auth: AuthMethod::Md5 }
+        PgConfig {
+            password: None,
+            auth: AuthMethod::Md5,
+        }
     }
 }
 
 /// Refuses to serve a non-loopback address without a password unless explicitly allowed.
-pub fn check_exposure(addr: &SocketAddr, cfg: &PgConfig, allow_without_password: bool) -> Result<(), String> {
+pub fn check_exposure(
+    addr: &SocketAddr,
+    cfg: &PgConfig,
+    allow_without_password: bool,
+) -> Result<(), String> {
     if addr.ip().is_loopback() || cfg.password.is_some() || allow_without_password {
         return Ok(());
     }
@@ -119,7 +128,8 @@ impl CancelState {
     }
 
     pub fn cancel(&self) {
-        self.canceled.store(self.running.load(Ordering::SeqCst), Ordering::SeqCst);
+        self.canceled
+            .store(self.running.load(Ordering::SeqCst), Ordering::SeqCst);
         self.notify.notify_waiters();
     }
 
@@ -159,7 +169,11 @@ pub struct Registry {
 impl Registry {
     pub fn register(&self, activity: Activity) -> (i32, Arc<SessionEntry>) {
         let pid = 10_000 + self.next_pid.fetch_add(1, Ordering::Relaxed);
-        let entry = Arc::new(SessionEntry { secret: random_i32(), cancel: CancelState::default(), activity: Mutex::new(Activity { pid, ..activity }) });
+        let entry = Arc::new(SessionEntry {
+            secret: random_i32(),
+            cancel: CancelState::default(),
+            activity: Mutex::new(Activity { pid, ..activity }),
+        });
         self.sessions.lock().insert(pid, entry.clone());
         (pid, entry)
     }
@@ -190,7 +204,12 @@ impl Registry {
     }
 
     pub fn snapshot(&self) -> Vec<Activity> {
-        let mut v: Vec<Activity> = self.sessions.lock().values().map(|e| e.activity.lock().clone()).collect();
+        let mut v: Vec<Activity> = self
+            .sessions
+            .lock()
+            .values()
+            .map(|e| e.activity.lock().clone())
+            .collect();
         v.sort_by_key(|a| a.pid);
         v
     }
@@ -217,7 +236,12 @@ pub struct PgServer {
 
 impl PgServer {
     pub fn new(state: Arc<AppState>, config: PgConfig) -> Arc<PgServer> {
-        Arc::new(PgServer { state, config, registry: Arc::new(Registry::default()), open: Default::default() })
+        Arc::new(PgServer {
+            state,
+            config,
+            registry: Arc::new(Registry::default()),
+            open: Default::default(),
+        })
     }
 }
 

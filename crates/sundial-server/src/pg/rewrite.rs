@@ -16,9 +16,9 @@
 use std::ops::ControlFlow;
 
 use sundial_query::datafusion::sql::sqlparser::ast::{
-    BinaryOperator, CastKind, DataType as SqlType, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList,
-    FunctionArguments, Ident, ObjectName, ObjectNamePart, Statement, Value, ValueWithSpan, visit_expressions_mut,
-    visit_relations_mut,
+    BinaryOperator, CastKind, DataType as SqlType, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArgumentList, FunctionArguments, Ident, ObjectName, ObjectNamePart, Statement, Value,
+    ValueWithSpan, visit_expressions_mut, visit_relations_mut,
 };
 use sundial_query::datafusion::sql::sqlparser::tokenizer::Span;
 use sundial_storage::Engine;
@@ -27,33 +27,55 @@ use super::catalog;
 use super::errors::{PgError, code};
 
 fn name_parts(n: &ObjectName) -> Vec<String> {
-    n.0.iter().map(|p| match p {
-        ObjectNamePart::Identifier(i) => i.value.clone(),
-        other => other.to_string(),
-    }).collect()
+    n.0.iter()
+        .map(|p| match p {
+            ObjectNamePart::Identifier(i) => i.value.clone(),
+            other => other.to_string(),
+        })
+        .collect()
 }
 
 fn ident_name(parts: &[&str]) -> ObjectName {
-    ObjectName(parts.iter().map(|p| ObjectNamePart::Identifier(Ident::new(*p))).collect())
+    ObjectName(
+        parts
+            .iter()
+            .map(|p| ObjectNamePart::Identifier(Ident::new(*p)))
+            .collect(),
+    )
 }
 
 fn number(v: i64) -> Expr {
-    Expr::Value(ValueWithSpan { value: Value::Number(v.to_string(), false), span: Span::empty() })
+    Expr::Value(ValueWithSpan {
+        value: Value::Number(v.to_string(), false),
+        span: Span::empty(),
+    })
 }
 
 fn null() -> Expr {
-    Expr::Value(ValueWithSpan { value: Value::Null, span: Span::empty() })
+    Expr::Value(ValueWithSpan {
+        value: Value::Null,
+        span: Span::empty(),
+    })
 }
 
 fn string_literal(e: &Expr) -> Option<String> {
     match e {
-        Expr::Value(ValueWithSpan { value: Value::SingleQuotedString(s), .. }) => Some(s.clone()),
+        Expr::Value(ValueWithSpan {
+            value: Value::SingleQuotedString(s),
+            ..
+        }) => Some(s.clone()),
         _ => None,
     }
 }
 
 fn cast(expr: Expr, data_type: SqlType) -> Expr {
-    Expr::Cast { kind: CastKind::DoubleColon, expr: Box::new(expr), data_type, array: false, format: None }
+    Expr::Cast {
+        kind: CastKind::DoubleColon,
+        expr: Box::new(expr),
+        data_type,
+        array: false,
+        format: None,
+    }
 }
 
 fn call(name: &str, args: Vec<Expr>) -> Expr {
@@ -63,7 +85,10 @@ fn call(name: &str, args: Vec<Expr>) -> Expr {
         parameters: FunctionArguments::None,
         args: FunctionArguments::List(FunctionArgumentList {
             duplicate_treatment: None,
-            args: args.into_iter().map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a))).collect(),
+            args: args
+                .into_iter()
+                .map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a)))
+                .collect(),
             clauses: vec![],
         }),
         filter: None,
@@ -84,15 +109,22 @@ enum CastRewrite {
 fn classify_type(ty: &SqlType) -> CastRewrite {
     let name = match ty {
         SqlType::Regclass => return CastRewrite::RegClass,
-        SqlType::Custom(n, _) => name_parts(n).last().cloned().unwrap_or_default().to_lowercase(),
+        SqlType::Custom(n, _) => name_parts(n)
+            .last()
+            .cloned()
+            .unwrap_or_default()
+            .to_lowercase(),
         _ => return CastRewrite::Keep,
     };
     match name.as_str() {
         "regclass" => CastRewrite::RegClass,
         "regtype" => CastRewrite::RegType,
-        "oid" | "xid" | "xid8" | "cid" | "tid" | "regoper" | "regoperator" => CastRewrite::To(SqlType::BigInt(None)),
-        "regproc" | "regprocedure" | "regnamespace" | "regrole" | "name" | "char" | "text" | "bpchar" | "varchar"
-        | "int2vector" | "oidvector" | "aclitem" | "pg_node_tree" | "regconfig" => CastRewrite::To(SqlType::Text),
+        "oid" | "xid" | "xid8" | "cid" | "tid" | "regoper" | "regoperator" => {
+            CastRewrite::To(SqlType::BigInt(None))
+        }
+        "regproc" | "regprocedure" | "regnamespace" | "regrole" | "name" | "char" | "text"
+        | "bpchar" | "varchar" | "int2vector" | "oidvector" | "aclitem" | "pg_node_tree"
+        | "regconfig" => CastRewrite::To(SqlType::Text),
         "int2" => CastRewrite::To(SqlType::SmallInt(None)),
         "int4" => CastRewrite::To(SqlType::Int(None)),
         "int8" => CastRewrite::To(SqlType::BigInt(None)),
@@ -100,8 +132,14 @@ fn classify_type(ty: &SqlType) -> CastRewrite {
         "float8" => CastRewrite::To(SqlType::DoublePrecision),
         "bool" => CastRewrite::To(SqlType::Boolean),
         "numeric" => CastRewrite::To(SqlType::DoublePrecision),
-        "timestamptz" => CastRewrite::To(SqlType::Timestamp(None, sundial_query::datafusion::sql::sqlparser::ast::TimezoneInfo::Tz)),
-        "timestamp" => CastRewrite::To(SqlType::Timestamp(None, sundial_query::datafusion::sql::sqlparser::ast::TimezoneInfo::None)),
+        "timestamptz" => CastRewrite::To(SqlType::Timestamp(
+            None,
+            sundial_query::datafusion::sql::sqlparser::ast::TimezoneInfo::Tz,
+        )),
+        "timestamp" => CastRewrite::To(SqlType::Timestamp(
+            None,
+            sundial_query::datafusion::sql::sqlparser::ast::TimezoneInfo::None,
+        )),
         "date" => CastRewrite::To(SqlType::Date),
         _ => CastRewrite::Keep,
     }
@@ -146,7 +184,10 @@ pub fn rewrite(st: &mut Statement, engine: &Engine, db: &str) -> Result<(), PgEr
     let _ = visit_relations_mut(st, |name| {
         let parts = name_parts(name);
         if parts.len() == 1 && parts[0].starts_with("pg_") {
-            let is_table = engine.catalog().db(db).is_some_and(|d| d.table(&parts[0]).is_some());
+            let is_table = engine
+                .catalog()
+                .db(db)
+                .is_some_and(|d| d.table(&parts[0]).is_some());
             if !is_table {
                 *name = ident_name(&["pg_catalog", &parts[0]]);
             }
@@ -165,7 +206,11 @@ fn reads_only_empty_tables(q: &sundial_query::datafusion::sql::sqlparser::ast::Q
     let mut only_empty = true;
     let _ = sundial_query::datafusion::sql::sqlparser::ast::visit_relations(q, |n| {
         any = true;
-        let last = n.0.last().and_then(|p| p.as_ident()).map(|i| i.value.clone()).unwrap_or_default();
+        let last =
+            n.0.last()
+                .and_then(|p| p.as_ident())
+                .map(|i| i.value.clone())
+                .unwrap_or_default();
         if !catalog::EMPTY_TABLES.contains(&last.as_str()) {
             only_empty = false;
         }
@@ -180,9 +225,15 @@ fn yields_no_rows(q: &sundial_query::datafusion::sql::sqlparser::ast::Query) -> 
     if reads_only_empty_tables(q) {
         return true;
     }
-    let SetExpr::Select(sel) = q.body.as_ref() else { return false };
+    let SetExpr::Select(sel) = q.body.as_ref() else {
+        return false;
+    };
     let is_empty = |f: &TableFactor| match f {
-        TableFactor::Table { name, .. } => name.0.last().and_then(|p| p.as_ident()).is_some_and(|i| catalog::EMPTY_TABLES.contains(&i.value.as_str())),
+        TableFactor::Table { name, .. } => name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .is_some_and(|i| catalog::EMPTY_TABLES.contains(&i.value.as_str())),
         _ => false,
     };
     let mut found = false;
@@ -190,7 +241,9 @@ fn yields_no_rows(q: &sundial_query::datafusion::sql::sqlparser::ast::Query) -> 
         found |= is_empty(&twj.relation);
         for j in &twj.joins {
             match &j.join_operator {
-                JoinOperator::Join(_) | JoinOperator::Inner(_) | JoinOperator::CrossJoin(_) => found |= is_empty(&j.relation),
+                JoinOperator::Join(_) | JoinOperator::Inner(_) | JoinOperator::CrossJoin(_) => {
+                    found |= is_empty(&j.relation)
+                }
                 _ => return false,
             }
         }
@@ -199,7 +252,10 @@ fn yields_no_rows(q: &sundial_query::datafusion::sql::sqlparser::ast::Query) -> 
 }
 
 fn boolean(v: bool) -> Expr {
-    Expr::Value(ValueWithSpan { value: Value::Boolean(v), span: Span::empty() })
+    Expr::Value(ValueWithSpan {
+        value: Value::Boolean(v),
+        span: Span::empty(),
+    })
 }
 
 fn rewrite_expr(e: &mut Expr, engine: &Engine, db: &str) -> Result<(), PgError> {
@@ -208,12 +264,25 @@ fn rewrite_expr(e: &mut Expr, engine: &Engine, db: &str) -> Result<(), PgError> 
         // which DataFusion only plans for aggregates.
         // Grafana's schema filter computes the search_path entries with array subscripts over
         // generate_series; the search path is always the session's database.
-        Expr::InSubquery { expr, subquery, negated } if subquery.to_string().contains("current_setting('search_path')") => {
-            *e = Expr::InList { expr: expr.clone(), list: vec![call("current_schema", vec![])], negated: *negated };
+        Expr::InSubquery {
+            expr,
+            subquery,
+            negated,
+        } if subquery
+            .to_string()
+            .contains("current_setting('search_path')") =>
+        {
+            *e = Expr::InList {
+                expr: expr.clone(),
+                list: vec![call("current_schema", vec![])],
+                negated: *negated,
+            };
         }
         Expr::Subquery(q) if yields_no_rows(q) => *e = null(),
         Expr::Exists { subquery, negated } if yields_no_rows(subquery) => *e = boolean(*negated),
-        Expr::InSubquery { subquery, negated, .. } if yields_no_rows(subquery) => *e = boolean(*negated),
+        Expr::InSubquery {
+            subquery, negated, ..
+        } if yields_no_rows(subquery) => *e = boolean(*negated),
         Expr::BinaryOp { op, .. } => {
             if let BinaryOperator::PGCustomBinaryOperator(parts) = op {
                 if let Some(new) = custom_operator(parts) {
@@ -231,13 +300,18 @@ fn rewrite_expr(e: &mut Expr, engine: &Engine, db: &str) -> Result<(), PgError> 
                 f.name = ident_name(&[&parts[1]]);
             }
         }
-        Expr::Cast { expr, data_type, .. } => match classify_type(data_type) {
+        Expr::Cast {
+            expr, data_type, ..
+        } => match classify_type(data_type) {
             CastRewrite::Keep => {}
             CastRewrite::To(t) => *data_type = t,
             CastRewrite::RegClass => {
                 if let Some(name) = string_literal(expr) {
                     let oid = catalog::regclass(engine, db, &name).ok_or_else(|| {
-                        PgError::new(code::UNDEFINED_TABLE, format!("relation \"{name}\" does not exist"))
+                        PgError::new(
+                            code::UNDEFINED_TABLE,
+                            format!("relation \"{name}\" does not exist"),
+                        )
                     })?;
                     *e = number(oid);
                 } else if let Ok(n) = expr.to_string().parse::<i64>() {
@@ -248,7 +322,10 @@ fn rewrite_expr(e: &mut Expr, engine: &Engine, db: &str) -> Result<(), PgError> 
             }
             CastRewrite::RegType => {
                 let inner = std::mem::replace(expr.as_mut(), null());
-                *e = call("format_type", vec![cast(inner, SqlType::BigInt(None)), null()]);
+                *e = call(
+                    "format_type",
+                    vec![cast(inner, SqlType::BigInt(None)), null()],
+                );
             }
         },
         _ => {}
@@ -265,7 +342,9 @@ mod tests {
     fn rw(sql: &str) -> String {
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::open(sundial_storage::EngineConfig::new(dir.path())).unwrap();
-        let mut st = Parser::parse_sql(&PostgreSqlDialect {}, sql).unwrap().remove(0);
+        let mut st = Parser::parse_sql(&PostgreSqlDialect {}, sql)
+            .unwrap()
+            .remove(0);
         rewrite(&mut st, &engine, "db").unwrap();
         st.to_string()
     }
@@ -273,9 +352,14 @@ mod tests {
     #[test]
     fn psql_describe_idioms_become_plain_sql() {
         assert_eq!(
-            rw("SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relname OPERATOR(pg_catalog.~) '^(cpu)$' COLLATE pg_catalog.default AND pg_catalog.pg_table_is_visible(c.oid)"),
+            rw(
+                "SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relname OPERATOR(pg_catalog.~) '^(cpu)$' COLLATE pg_catalog.default AND pg_catalog.pg_table_is_visible(c.oid)"
+            ),
             "SELECT c.oid FROM pg_catalog.pg_class c WHERE c.relname ~ '^(cpu)$' AND pg_table_is_visible(c.oid)"
         );
-        assert_eq!(rw("SELECT x::pg_catalog.regtype::pg_catalog.text FROM pg_type"), "SELECT format_type(x::BIGINT, NULL)::TEXT FROM pg_catalog.pg_type");
+        assert_eq!(
+            rw("SELECT x::pg_catalog.regtype::pg_catalog.text FROM pg_type"),
+            "SELECT format_type(x::BIGINT, NULL)::TEXT FROM pg_catalog.pg_type"
+        );
     }
 }

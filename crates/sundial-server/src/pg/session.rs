@@ -20,8 +20,8 @@ use sundial_query::datafusion::logical_expr::LogicalPlan;
 use sundial_query::datafusion::prelude::SessionContext;
 use sundial_query::datafusion::sql::parser::Statement as DFStatement;
 use sundial_query::datafusion::sql::sqlparser::ast::{
-    CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Expr, ObjectName, ObjectType, SelectItem,
-    Set, SetExpr, Statement, TableObject, Value, visit_relations,
+    CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Expr, ObjectName,
+    ObjectType, SelectItem, Set, SetExpr, Statement, TableObject, Value, visit_relations,
 };
 use sundial_query::datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use sundial_query::datafusion::sql::sqlparser::parser::Parser;
@@ -47,16 +47,36 @@ pub struct FieldDesc {
 pub enum Kind {
     Empty,
     Query(LogicalPlan),
-    Fixed { schema: SchemaRef, batches: Vec<RecordBatch> },
-    Set { name: String, value: Option<String> },
+    Fixed {
+        schema: SchemaRef,
+        batches: Vec<RecordBatch>,
+    },
+    Set {
+        name: String,
+        value: Option<String>,
+    },
     Tag(&'static str),
     Begin,
     Commit,
     Rollback,
-    Database { sql: String, tag: &'static str },
+    Database {
+        sql: String,
+        tag: &'static str,
+    },
     /// `hints`: types of `$n` placed directly in a VALUES column of an existing column (0-based index).
-    Insert { db: String, table: String, columns: Vec<String>, source: LogicalPlan, hints: Vec<(usize, DataType)> },
-    Copy { db: String, table: String, columns: Vec<String>, format: CopyFormat },
+    Insert {
+        db: String,
+        table: String,
+        columns: Vec<String>,
+        source: LogicalPlan,
+        hints: Vec<(usize, DataType)>,
+    },
+    Copy {
+        db: String,
+        table: String,
+        columns: Vec<String>,
+        format: CopyFormat,
+    },
 }
 
 /// A parsed and planned statement (a prepared statement, or one statement of a simple query).
@@ -153,14 +173,26 @@ pub fn parse_sql(sql: &str) -> Result<Vec<Statement>, PgError> {
 }
 
 fn object_name(n: &ObjectName) -> Vec<String> {
-    n.0.iter().map(|p| p.as_ident().map(|i| i.value.clone()).unwrap_or_else(|| p.to_string())).collect()
+    n.0.iter()
+        .map(|p| {
+            p.as_ident()
+                .map(|i| i.value.clone())
+                .unwrap_or_else(|| p.to_string())
+        })
+        .collect()
 }
 
 fn expr_text(e: &Expr) -> String {
     match e {
         Expr::Value(v) => match &v.value {
             Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => s.clone(),
-            Value::Boolean(b) => if *b { "on".into() } else { "off".into() },
+            Value::Boolean(b) => {
+                if *b {
+                    "on".into()
+                } else {
+                    "off".into()
+                }
+            }
             other => other.to_string(),
         },
         Expr::Identifier(i) => i.value.clone(),
@@ -170,24 +202,49 @@ fn expr_text(e: &Expr) -> String {
 
 fn one_column(name: &str, values: Vec<String>) -> (SchemaRef, Vec<RecordBatch>) {
     let schema = Arc::new(Schema::new(vec![Field::new(name, DataType::Utf8, true)]));
-    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(values))]).expect("one utf8 column");
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(values))])
+        .expect("one utf8 column");
     (schema, vec![batch])
 }
 
 fn fields_of(schema: &Schema) -> Vec<FieldDesc> {
-    schema.fields().iter().map(|f| FieldDesc { name: f.name().clone(), ty: pg_type(f.data_type()) }).collect()
+    schema
+        .fields()
+        .iter()
+        .map(|f| FieldDesc {
+            name: f.name().clone(),
+            ty: pg_type(f.data_type()),
+        })
+        .collect()
 }
 
 impl Session {
     pub fn new(engine: Arc<Engine>, query: QueryEngine, facts: Arc<SessionFacts>) -> Session {
         let ctx = query.session(Some(&facts.db));
         // information_schema comes from our catalog (PostgreSQL type names), not DataFusion's.
-        ctx.state_ref().write().config_mut().options_mut().catalog.information_schema = false;
-        ctx.register_catalog(sundial_query::CATALOG_NAME, Arc::new(catalog::PgCatalogProvider::new(engine.clone(), facts.clone())));
+        ctx.state_ref()
+            .write()
+            .config_mut()
+            .options_mut()
+            .catalog
+            .information_schema = false;
+        ctx.register_catalog(
+            sundial_query::CATALOG_NAME,
+            Arc::new(catalog::PgCatalogProvider::new(
+                engine.clone(),
+                facts.clone(),
+            )),
+        );
         for f in catalog::functions(engine.clone(), facts.clone()) {
             ctx.register_udf(f);
         }
-        Session { engine, query, ctx, facts, tx: Tx::Idle }
+        Session {
+            engine,
+            query,
+            ctx,
+            facts,
+            tx: Tx::Idle,
+        }
     }
 
     pub fn db(&self) -> &str {
@@ -199,7 +256,12 @@ impl Session {
     }
 
     /// Plans one statement. `declared` are the parameter types of a Parse message.
-    pub async fn prepare(&self, mut st: Statement, sql: &str, declared: Vec<Option<Type>>) -> Result<Prepared, PgError> {
+    pub async fn prepare(
+        &self,
+        mut st: Statement,
+        sql: &str,
+        declared: Vec<Option<Type>>,
+    ) -> Result<Prepared, PgError> {
         let (kind, fields) = self.classify(&mut st, sql).await?;
         let mut targets: Vec<Option<DataType>> = Vec::new();
         let plan = match &kind {
@@ -211,13 +273,23 @@ impl Session {
             _ => Vec::new(),
         };
         if let Some(plan) = plan {
-            let found = plan.get_parameter_types().map_err(|e| from_datafusion(&e, sql))?;
+            let found = plan
+                .get_parameter_types()
+                .map_err(|e| from_datafusion(&e, sql))?;
             for (name, ty) in found {
                 let n: usize = name.trim_start_matches('$').parse().map_err(|_| {
-                    PgError::new(code::SYNTAX_ERROR, format!("parameter {name}: only positional parameters $1, $2, … are supported"))
+                    PgError::new(
+                        code::SYNTAX_ERROR,
+                        format!(
+                            "parameter {name}: only positional parameters $1, $2, … are supported"
+                        ),
+                    )
                 })?;
                 if n == 0 || n > u16::MAX as usize {
-                    return Err(PgError::new(code::SYNTAX_ERROR, format!("parameter ${n} is out of range")));
+                    return Err(PgError::new(
+                        code::SYNTAX_ERROR,
+                        format!("parameter ${n} is out of range"),
+                    ));
                 }
                 if targets.len() < n {
                     targets.resize(n, None);
@@ -235,18 +307,38 @@ impl Session {
         }
         let param_types = (0..targets.len())
             .map(|i| {
-                declared.get(i).cloned().flatten().or_else(|| targets[i].as_ref().map(pg_type)).unwrap_or(Type::TEXT)
+                declared
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .or_else(|| targets[i].as_ref().map(pg_type))
+                    .unwrap_or(Type::TEXT)
             })
             .collect();
-        Ok(Prepared { sql: sql.to_string(), kind, param_types, declared, targets, fields })
+        Ok(Prepared {
+            sql: sql.to_string(),
+            kind,
+            param_types,
+            declared,
+            targets,
+            fields,
+        })
     }
 
-    async fn classify(&self, st: &mut Statement, sql: &str) -> Result<(Kind, Option<Vec<FieldDesc>>), PgError> {
+    async fn classify(
+        &self,
+        st: &mut Statement,
+        sql: &str,
+    ) -> Result<(Kind, Option<Vec<FieldDesc>>), PgError> {
         let db = self.db().to_string();
         let kind = match st {
             Statement::Set(set) => return Ok((self.set_kind(set)?, None)),
             Statement::ShowVariable { variable } => {
-                let name = variable.iter().map(|i| i.value.to_lowercase()).collect::<Vec<_>>().join(" ");
+                let name = variable
+                    .iter()
+                    .map(|i| i.value.to_lowercase())
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 let (schema, batches) = self.show(&name)?;
                 let fields = fields_of(&schema);
                 return Ok((Kind::Fixed { schema, batches }, Some(fields)));
@@ -256,13 +348,29 @@ impl Session {
             Statement::Rollback { .. } => Kind::Rollback,
             Statement::Discard { .. } => Kind::Tag("DISCARD ALL"),
             Statement::Deallocate { .. } => Kind::Tag("DEALLOCATE"),
-            Statement::CreateDatabase { .. } => Kind::Database { sql: st.to_string(), tag: "CREATE DATABASE" },
-            Statement::Drop { object_type: ObjectType::Database | ObjectType::Schema, .. } => {
-                Kind::Database { sql: st.to_string(), tag: "DROP DATABASE" }
-            }
+            Statement::CreateDatabase { .. } => Kind::Database {
+                sql: st.to_string(),
+                tag: "CREATE DATABASE",
+            },
+            Statement::Drop {
+                object_type: ObjectType::Database | ObjectType::Schema,
+                ..
+            } => Kind::Database {
+                sql: st.to_string(),
+                tag: "DROP DATABASE",
+            },
             Statement::ShowDatabases { .. } => {
-                let fields = vec![FieldDesc { name: "name".into(), ty: Type::TEXT }];
-                return Ok((Kind::Database { sql: st.to_string(), tag: "SHOW" }, Some(fields)));
+                let fields = vec![FieldDesc {
+                    name: "name".into(),
+                    ty: Type::TEXT,
+                }];
+                return Ok((
+                    Kind::Database {
+                        sql: st.to_string(),
+                        tag: "SHOW",
+                    },
+                    Some(fields),
+                ));
             }
             Statement::CreateTable(_) => {
                 return Err(PgError::unsupported("CREATE TABLE is not supported: Sundial creates a table on its first write")
@@ -273,7 +381,11 @@ impl Session {
                     return Err(PgError::unsupported("INSERT INTO a table function"));
                 };
                 let (tdb, table) = self.table_name(name);
-                let columns: Vec<String> = ins.columns.iter().map(|c| object_name(c).pop().unwrap_or_default()).collect();
+                let columns: Vec<String> = ins
+                    .columns
+                    .iter()
+                    .map(|c| object_name(c).pop().unwrap_or_default())
+                    .collect();
                 let Some(source) = ins.source.clone() else {
                     return Err(PgError::unsupported("INSERT without VALUES or SELECT"));
                 };
@@ -281,25 +393,54 @@ impl Session {
                 let mut q = Statement::Query(source);
                 super::rewrite::rewrite(&mut q, &self.engine, &db)?;
                 let plan = self.plan(q, sql).await?;
-                Kind::Insert { db: tdb, table, columns, source: plan, hints }
+                Kind::Insert {
+                    db: tdb,
+                    table,
+                    columns,
+                    source: plan,
+                    hints,
+                }
             }
-            Statement::Copy { source, to, target, options, legacy_options, .. } => {
-                let CopySource::Table { table_name, columns } = source else {
+            Statement::Copy {
+                source,
+                to,
+                target,
+                options,
+                legacy_options,
+                ..
+            } => {
+                let CopySource::Table {
+                    table_name,
+                    columns,
+                } = source
+                else {
                     return Err(PgError::unsupported("COPY (query) TO is not supported"));
                 };
                 if *to || !matches!(target, CopyTarget::Stdin) {
-                    return Err(PgError::unsupported("only COPY … FROM STDIN is supported (COPY TO and server-side files are not)"));
+                    return Err(PgError::unsupported(
+                        "only COPY … FROM STDIN is supported (COPY TO and server-side files are not)",
+                    ));
                 }
                 let (tdb, table) = self.table_name(table_name);
                 let format = copy_format(options, legacy_options)?;
-                Kind::Copy { db: tdb, table, columns: columns.iter().map(|c| c.value.clone()).collect(), format }
+                Kind::Copy {
+                    db: tdb,
+                    table,
+                    columns: columns.iter().map(|c| c.value.clone()).collect(),
+                    format,
+                }
             }
             _ => {
                 super::rewrite::rewrite(st, &self.engine, &db)?;
                 match self.plan(st.clone(), sql).await {
                     Ok(plan) => {
                         let fields = fields_of(plan.schema().as_arrow());
-                        let fields = if fields.is_empty() && !matches!(plan, LogicalPlan::Projection(_)) { None } else { Some(fields) };
+                        let fields =
+                            if fields.is_empty() && !matches!(plan, LogicalPlan::Projection(_)) {
+                                None
+                            } else {
+                                Some(fields)
+                            };
                         return Ok((Kind::Query(plan), fields));
                     }
                     Err(e) => match empty_catalog_answer(st) {
@@ -317,23 +458,45 @@ impl Session {
 
     /// Types for `$n` parameters that stand alone in a VALUES column whose table column exists, so drivers
     /// that bind by the described type (asyncpg, JDBC) send timestamps and numbers, not text.
-    fn insert_hints(&self, db: &str, table: &str, columns: &[String], source: &sundial_query::datafusion::sql::sqlparser::ast::Query) -> Vec<(usize, DataType)> {
-        let SetExpr::Values(values) = source.body.as_ref() else { return Vec::new() };
+    fn insert_hints(
+        &self,
+        db: &str,
+        table: &str,
+        columns: &[String],
+        source: &sundial_query::datafusion::sql::sqlparser::ast::Query,
+    ) -> Vec<(usize, DataType)> {
+        let SetExpr::Values(values) = source.body.as_ref() else {
+            return Vec::new();
+        };
         let cat = self.engine.catalog();
         let t = cat.db(db).and_then(|d| d.table(table));
         let mut out = Vec::new();
         for row in &values.rows {
             for (k, e) in row.iter().enumerate() {
                 let Expr::Value(v) = e else { continue };
-                let Value::Placeholder(p) = &v.value else { continue };
-                let Some(n) = p.trim_start_matches('$').parse::<usize>().ok().filter(|n| *n > 0) else { continue };
+                let Value::Placeholder(p) = &v.value else {
+                    continue;
+                };
+                let Some(n) = p
+                    .trim_start_matches('$')
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                else {
+                    continue;
+                };
                 let Some(col) = columns.get(k) else { continue };
                 let ty = if col == "time" {
-                    Some(DataType::Timestamp(sundial_query::datafusion::arrow::datatypes::TimeUnit::Nanosecond, None))
+                    Some(DataType::Timestamp(
+                        sundial_query::datafusion::arrow::datatypes::TimeUnit::Nanosecond,
+                        None,
+                    ))
                 } else {
                     t.and_then(|t| t.column(col)).map(|c| match c.kind {
                         sundial_storage::catalog::ColumnKind::Tag => DataType::Utf8,
-                        sundial_storage::catalog::ColumnKind::Field(ft) => sundial_query::provider::field_data_type(ft),
+                        sundial_storage::catalog::ColumnKind::Field(ft) => {
+                            sundial_query::provider::field_data_type(ft)
+                        }
                     })
                 };
                 if let Some(ty) = ty {
@@ -345,7 +508,11 @@ impl Session {
     }
 
     async fn plan(&self, st: Statement, sql: &str) -> Result<LogicalPlan, PgError> {
-        self.ctx.state().statement_to_plan(DFStatement::Statement(Box::new(st))).await.map_err(|e| from_datafusion(&e, sql))
+        self.ctx
+            .state()
+            .statement_to_plan(DFStatement::Statement(Box::new(st)))
+            .await
+            .map_err(|e| from_datafusion(&e, sql))
     }
 
     /// `db.table` or `table` (in the session's database); `public.table` is the session's database.
@@ -361,48 +528,105 @@ impl Session {
 
     fn set_kind(&self, set: &Set) -> Result<Kind, PgError> {
         Ok(match set {
-            Set::SingleAssignment { variable, values, .. } => {
+            Set::SingleAssignment {
+                variable, values, ..
+            } => {
                 let name = object_name(variable).join(".").to_lowercase();
                 let value = values.iter().map(expr_text).collect::<Vec<_>>().join(", ");
-                let value = if value.eq_ignore_ascii_case("default") { None } else { Some(value) };
+                let value = if value.eq_ignore_ascii_case("default") {
+                    None
+                } else {
+                    Some(value)
+                };
                 Kind::Set { name, value }
             }
-            Set::SetTimeZone { value, .. } => Kind::Set { name: "timezone".into(), value: Some(expr_text(value)) },
-            Set::SetNames { charset_name, .. } => Kind::Set { name: "client_encoding".into(), value: Some(charset_name.value.clone()) },
-            Set::SetTransaction { .. } | Set::SetSessionAuthorization(_) | Set::SetRole { .. } => Kind::Tag("SET"),
-            other => return Err(PgError::unsupported(format!("unsupported SET form: {other}"))),
+            Set::SetTimeZone { value, .. } => Kind::Set {
+                name: "timezone".into(),
+                value: Some(expr_text(value)),
+            },
+            Set::SetNames { charset_name, .. } => Kind::Set {
+                name: "client_encoding".into(),
+                value: Some(charset_name.value.clone()),
+            },
+            Set::SetTransaction { .. } | Set::SetSessionAuthorization(_) | Set::SetRole { .. } => {
+                Kind::Tag("SET")
+            }
+            other => {
+                return Err(PgError::unsupported(format!(
+                    "unsupported SET form: {other}"
+                )));
+            }
         })
     }
 
     fn show(&self, name: &str) -> Result<(SchemaRef, Vec<RecordBatch>), PgError> {
         let settings = self.settings().lock();
         if name == "all" {
-            let schema = Arc::new(Schema::new(vec![Field::new("name", DataType::Utf8, false), Field::new("setting", DataType::Utf8, true), Field::new("description", DataType::Utf8, true)]));
+            let schema = Arc::new(Schema::new(vec![
+                Field::new("name", DataType::Utf8, false),
+                Field::new("setting", DataType::Utf8, true),
+                Field::new("description", DataType::Utf8, true),
+            ]));
             let names: Vec<&str> = settings.keys().map(|k| display_name(k)).collect();
             let values: Vec<&str> = settings.values().map(String::as_str).collect();
             let desc: Vec<&str> = names.iter().map(|_| "").collect();
-            let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(names)), Arc::new(StringArray::from(values)), Arc::new(StringArray::from(desc))])
-                .map_err(|e| PgError::internal(e))?;
+            let batch = RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(StringArray::from(names)),
+                    Arc::new(StringArray::from(values)),
+                    Arc::new(StringArray::from(desc)),
+                ],
+            )
+            .map_err(|e| PgError::internal(e))?;
             return Ok((schema, vec![batch]));
         }
-        let key = if name == "time zone" { "timezone" } else { name };
+        let key = if name == "time zone" {
+            "timezone"
+        } else {
+            name
+        };
         match settings.get(key) {
             Some(v) => Ok(one_column(display_name(key), vec![v.clone()])),
-            None => Err(PgError::new(code::UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""))),
+            None => Err(PgError::new(
+                code::UNDEFINED_OBJECT,
+                format!("unrecognized configuration parameter \"{name}\""),
+            )),
         }
     }
 
     /// Runs a prepared statement with bound parameters.
-    pub async fn execute(&mut self, p: &Prepared, params: Vec<ScalarValue>, guard: &QueryGuard) -> Result<Outcome, PgError> {
+    pub async fn execute(
+        &mut self,
+        p: &Prepared,
+        params: Vec<ScalarValue>,
+        guard: &QueryGuard,
+    ) -> Result<Outcome, PgError> {
         match &p.kind {
             Kind::Empty => Ok(Outcome::Empty),
             Kind::Query(plan) => {
-                let plan = if params.is_empty() { plan.clone() } else { plan.clone().with_param_values(params).map_err(|e| from_datafusion(&e, &p.sql))? };
-                let df = self.ctx.execute_logical_plan(plan).await.map_err(|e| from_datafusion(&e, &p.sql))?;
+                let plan = if params.is_empty() {
+                    plan.clone()
+                } else {
+                    plan.clone()
+                        .with_param_values(params)
+                        .map_err(|e| from_datafusion(&e, &p.sql))?
+                };
+                let df = self
+                    .ctx
+                    .execute_logical_plan(plan)
+                    .await
+                    .map_err(|e| from_datafusion(&e, &p.sql))?;
                 let task_ctx = Arc::new(df.task_ctx());
-                let physical = df.create_physical_plan().await.map_err(|e| from_datafusion(&e, &p.sql))?;
-                let physical = super::cancel::wrap(physical, guard).map_err(|e| from_datafusion(&e, &p.sql))?;
-                let stream = sundial_query::datafusion::physical_plan::execute_stream(physical, task_ctx).map_err(|e| from_datafusion(&e, &p.sql))?;
+                let physical = df
+                    .create_physical_plan()
+                    .await
+                    .map_err(|e| from_datafusion(&e, &p.sql))?;
+                let physical = super::cancel::wrap(physical, guard)
+                    .map_err(|e| from_datafusion(&e, &p.sql))?;
+                let stream =
+                    sundial_query::datafusion::physical_plan::execute_stream(physical, task_ctx)
+                        .map_err(|e| from_datafusion(&e, &p.sql))?;
                 Ok(Outcome::Stream(super::cancel::spawn_stream(stream)))
             }
             Kind::Fixed { batches, .. } => Ok(Outcome::Batches(batches.clone())),
@@ -420,31 +644,73 @@ impl Session {
             Kind::Commit => {
                 let failed = self.tx == Tx::Failed;
                 self.tx = Tx::Idle;
-                Ok(Outcome::Command(if failed { "ROLLBACK".into() } else { "COMMIT".into() }))
+                Ok(Outcome::Command(if failed {
+                    "ROLLBACK".into()
+                } else {
+                    "COMMIT".into()
+                }))
             }
             Kind::Rollback => {
                 self.tx = Tx::Idle;
                 Ok(Outcome::Command("ROLLBACK".into()))
             }
             Kind::Database { sql, tag } => {
-                let out = self.query.sql(Some(self.db()), sql).await.map_err(|e| from_query(&e, sql))?;
-                if *tag == "SHOW" { Ok(Outcome::Batches(out.batches)) } else { Ok(Outcome::Command(tag.to_string())) }
+                let out = self
+                    .query
+                    .sql(Some(self.db()), sql)
+                    .await
+                    .map_err(|e| from_query(&e, sql))?;
+                if *tag == "SHOW" {
+                    Ok(Outcome::Batches(out.batches))
+                } else {
+                    Ok(Outcome::Command(tag.to_string()))
+                }
             }
-            Kind::Insert { db, table, columns, source, .. } => {
-                let plan = if params.is_empty() { source.clone() } else { source.clone().with_param_values(params).map_err(|e| from_datafusion(&e, &p.sql))? };
-                let df = self.ctx.execute_logical_plan(plan).await.map_err(|e| from_datafusion(&e, &p.sql))?;
-                let batches = df.collect().await.map_err(|e| from_datafusion(&e, &p.sql))?;
+            Kind::Insert {
+                db,
+                table,
+                columns,
+                source,
+                ..
+            } => {
+                let plan = if params.is_empty() {
+                    source.clone()
+                } else {
+                    source
+                        .clone()
+                        .with_param_values(params)
+                        .map_err(|e| from_datafusion(&e, &p.sql))?
+                };
+                let df = self
+                    .ctx
+                    .execute_logical_plan(plan)
+                    .await
+                    .map_err(|e| from_datafusion(&e, &p.sql))?;
+                let batches = df
+                    .collect()
+                    .await
+                    .map_err(|e| from_datafusion(&e, &p.sql))?;
                 let mut target = Target::resolve(&self.engine, db, table, columns.clone())?;
                 let rows = target.rows_from_batches(&batches)?;
                 let engine = self.engine.clone();
-                let n = tokio::task::spawn_blocking(move || target.write(&engine, &rows, super::now_ns()))
-                    .await
-                    .map_err(|e| PgError::internal(format!("write task failed: {e}")))??;
+                let n = tokio::task::spawn_blocking(move || {
+                    target.write(&engine, &rows, super::now_ns())
+                })
+                .await
+                .map_err(|e| PgError::internal(format!("write task failed: {e}")))??;
                 Ok(Outcome::Command(format!("INSERT 0 {n}")))
             }
-            Kind::Copy { db, table, columns, format } => {
+            Kind::Copy {
+                db,
+                table,
+                columns,
+                format,
+            } => {
                 let target = Target::resolve(&self.engine, db, table, columns.clone())?;
-                Ok(Outcome::CopyIn(Box::new(CopyIn::new(target, format.clone()))))
+                Ok(Outcome::CopyIn(Box::new(CopyIn::new(
+                    target,
+                    format.clone(),
+                ))))
             }
         }
     }
@@ -466,7 +732,13 @@ impl Session {
     }
 
     /// Decodes the parameters of a Bind message for `p`.
-    pub fn bind_params(&self, p: &Prepared, name: &str, formats: &[i16], values: &[Option<bytes::Bytes>]) -> Result<Vec<ScalarValue>, PgError> {
+    pub fn bind_params(
+        &self,
+        p: &Prepared,
+        name: &str,
+        formats: &[i16],
+        values: &[Option<bytes::Bytes>],
+    ) -> Result<Vec<ScalarValue>, PgError> {
         if values.len() != p.param_types.len() {
             return Err(PgError::protocol(format!(
                 "bind message supplies {} parameters, but prepared statement \"{name}\" requires {}",
@@ -476,16 +748,43 @@ impl Session {
         }
         let formats = match formats.len() {
             0 => vec![types::Format::Text; values.len()],
-            1 => vec![if formats[0] == 1 { types::Format::Binary } else { types::Format::Text }; values.len()],
-            n if n == values.len() => formats.iter().map(|f| if *f == 1 { types::Format::Binary } else { types::Format::Text }).collect(),
-            n => return Err(PgError::protocol(format!("bind message has {n} parameter formats but {} parameters", values.len()))),
+            1 => vec![
+                if formats[0] == 1 {
+                    types::Format::Binary
+                } else {
+                    types::Format::Text
+                };
+                values.len()
+            ],
+            n if n == values.len() => formats
+                .iter()
+                .map(|f| {
+                    if *f == 1 {
+                        types::Format::Binary
+                    } else {
+                        types::Format::Text
+                    }
+                })
+                .collect(),
+            n => {
+                return Err(PgError::protocol(format!(
+                    "bind message has {n} parameter formats but {} parameters",
+                    values.len()
+                )));
+            }
         };
         values
             .iter()
             .enumerate()
             .map(|(i, v)| {
                 // The described type (declared by the client, else inferred) is what a binary value is in.
-                types::decode_param(i, v.as_deref(), formats[i], Some(&p.param_types[i]), p.targets[i].as_ref())
+                types::decode_param(
+                    i,
+                    v.as_deref(),
+                    formats[i],
+                    Some(&p.param_types[i]),
+                    p.targets[i].as_ref(),
+                )
             })
             .collect()
     }
@@ -500,15 +799,24 @@ fn copy_format(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<Co
             CopyOption::Format(name) => match name.value.to_lowercase().as_str() {
                 "csv" => f.csv = true,
                 "text" => f.csv = false,
-                other => return Err(PgError::unsupported(format!("COPY format {other} is not supported (text and csv are)"))),
+                other => {
+                    return Err(PgError::unsupported(format!(
+                        "COPY format {other} is not supported (text and csv are)"
+                    )));
+                }
             },
             CopyOption::Delimiter(c) => delimiter = Some(*c),
             CopyOption::Null(s) => null = Some(s.clone()),
             CopyOption::Header(h) => f.header = *h,
             CopyOption::Quote(c) => f.quote = *c as u8,
             CopyOption::Escape(c) => f.escape = *c as u8,
-            CopyOption::Encoding(e) if e.eq_ignore_ascii_case("utf8") || e.eq_ignore_ascii_case("utf-8") => {}
-            other => return Err(PgError::unsupported(format!("COPY option {other} is not supported"))),
+            CopyOption::Encoding(e)
+                if e.eq_ignore_ascii_case("utf8") || e.eq_ignore_ascii_case("utf-8") => {}
+            other => {
+                return Err(PgError::unsupported(format!(
+                    "COPY option {other} is not supported"
+                )));
+            }
         }
     }
     for o in legacy {
@@ -520,14 +828,22 @@ fn copy_format(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<Co
                         CopyLegacyCsvOption::Header => f.header = true,
                         CopyLegacyCsvOption::Quote(q) => f.quote = *q as u8,
                         CopyLegacyCsvOption::Escape(e) => f.escape = *e as u8,
-                        other => return Err(PgError::unsupported(format!("COPY option {other} is not supported"))),
+                        other => {
+                            return Err(PgError::unsupported(format!(
+                                "COPY option {other} is not supported"
+                            )));
+                        }
                     }
                 }
             }
             CopyLegacyOption::Delimiter(c) => delimiter = Some(*c),
             CopyLegacyOption::Null(s) => null = Some(s.clone()),
             CopyLegacyOption::Header => f.header = true,
-            other => return Err(PgError::unsupported(format!("COPY option {other} is not supported"))),
+            other => {
+                return Err(PgError::unsupported(format!(
+                    "COPY option {other} is not supported"
+                )));
+            }
         }
     }
     if f.csv {
@@ -536,7 +852,9 @@ fn copy_format(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<Co
     }
     if let Some(d) = delimiter {
         if !d.is_ascii() {
-            return Err(PgError::unsupported("COPY delimiter must be a single one-byte character"));
+            return Err(PgError::unsupported(
+                "COPY delimiter must be a single one-byte character",
+            ));
         }
         f.delimiter = d as u8;
     }
@@ -573,13 +891,22 @@ fn empty_catalog_answer(st: &Statement) -> Option<(SchemaRef, Vec<RecordBatch>)>
             .map(|item| match item {
                 SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
                 SelectItem::UnnamedExpr(Expr::Identifier(i)) => i.value.clone(),
-                SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => parts.last().map(|i| i.value.clone()).unwrap_or_default(),
-                SelectItem::UnnamedExpr(Expr::Function(f)) => f.name.0.last().map(|p| p.to_string()).unwrap_or_default(),
+                SelectItem::UnnamedExpr(Expr::CompoundIdentifier(parts)) => {
+                    parts.last().map(|i| i.value.clone()).unwrap_or_default()
+                }
+                SelectItem::UnnamedExpr(Expr::Function(f)) => {
+                    f.name.0.last().map(|p| p.to_string()).unwrap_or_default()
+                }
                 _ => "?column?".to_string(),
             })
             .collect(),
         _ => vec!["?column?".to_string()],
     };
-    let schema = Arc::new(Schema::new(names.iter().map(|n| Field::new(n, DataType::Utf8, true)).collect::<Vec<_>>()));
+    let schema = Arc::new(Schema::new(
+        names
+            .iter()
+            .map(|n| Field::new(n, DataType::Utf8, true))
+            .collect::<Vec<_>>(),
+    ));
     Some((schema, Vec::new()))
 }

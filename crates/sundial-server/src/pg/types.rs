@@ -26,7 +26,8 @@ use sundial_query::datafusion::arrow::array::{
 };
 use sundial_query::datafusion::arrow::compute::cast;
 use sundial_query::datafusion::arrow::datatypes::{
-    DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, TimeUnit, UInt64Type,
+    DataType, Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, TimeUnit,
+    UInt64Type,
 };
 use sundial_query::datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use sundial_query::datafusion::common::ScalarValue;
@@ -58,13 +59,17 @@ impl Format {
         let one = |c: i16| match c {
             0 => Ok(Format::Text),
             1 => Ok(Format::Binary),
-            other => Err(PgError::protocol(format!("unsupported format code {other} (0 = text, 1 = binary)"))),
+            other => Err(PgError::protocol(format!(
+                "unsupported format code {other} (0 = text, 1 = binary)"
+            ))),
         };
         match codes.len() {
             0 => Ok(vec![Format::Text; n]),
             1 => Ok(vec![one(codes[0])?; n]),
             m if m == n => codes.iter().map(|c| one(*c)).collect(),
-            m => Err(PgError::protocol(format!("bind message has {m} result formats but the query has {n} columns"))),
+            m => Err(PgError::protocol(format!(
+                "bind message has {m} result formats but the query has {n} columns"
+            ))),
         }
     }
 }
@@ -136,7 +141,8 @@ fn prepare(array: &ArrayRef) -> Result<Column, PgError> {
         _ => None,
     };
     let mut array = match target {
-        Some(t) => cast(array, &t).map_err(|e| PgError::internal(format!("casting a result column: {e}")))?,
+        Some(t) => cast(array, &t)
+            .map_err(|e| PgError::internal(format!("casting a result column: {e}")))?,
         None => array.clone(),
     };
     if let DataType::Dictionary(_, _) = array.data_type() {
@@ -168,8 +174,17 @@ fn prepare(array: &ArrayRef) -> Result<Column, PgError> {
         // Rare types (intervals, lists, …): Arrow's display text.
         let opts = FormatOptions::new().with_null("");
         let strings: StringArray = {
-            let f = ArrayFormatter::try_new(array.as_ref(), &opts).map_err(|e| PgError::internal(e))?;
-            (0..array.len()).map(|i| if array.is_null(i) { None } else { Some(f.value(i).to_string()) }).collect()
+            let f =
+                ArrayFormatter::try_new(array.as_ref(), &opts).map_err(|e| PgError::internal(e))?;
+            (0..array.len())
+                .map(|i| {
+                    if array.is_null(i) {
+                        None
+                    } else {
+                        Some(f.value(i).to_string())
+                    }
+                })
+                .collect()
         };
         array = Arc::new(strings);
     }
@@ -179,7 +194,12 @@ fn prepare(array: &ArrayRef) -> Result<Column, PgError> {
 /// Appends one DataRow per row of `batch` to `out`.
 /// `described` are the types RowDescription announced; a column whose actual type differs (an untyped
 /// parameter resolved at execution) is sent as text so the client never misreads binary bytes.
-pub fn encode_batch(batch: &RecordBatch, formats: &[Format], described: &[Type], out: &mut Vec<DataRow>) -> Result<(), PgError> {
+pub fn encode_batch(
+    batch: &RecordBatch,
+    formats: &[Format],
+    described: &[Type],
+    out: &mut Vec<DataRow>,
+) -> Result<(), PgError> {
     let cols: Vec<Column> = batch
         .columns()
         .iter()
@@ -193,7 +213,8 @@ pub fn encode_batch(batch: &RecordBatch, formats: &[Format], described: &[Type],
         })
         .collect::<Result<_, _>>()?;
     let mut buf = BytesMut::with_capacity(batch.num_rows() * (8 + cols.len() * 12));
-    let ncols = i16::try_from(cols.len()).map_err(|_| PgError::new(code::PROGRAM_LIMIT_EXCEEDED, "too many columns"))?;
+    let ncols = i16::try_from(cols.len())
+        .map_err(|_| PgError::new(code::PROGRAM_LIMIT_EXCEEDED, "too many columns"))?;
     for row in 0..batch.num_rows() {
         for (c, f) in cols.iter().zip(formats) {
             encode_value(c, row, *f, &mut buf);
@@ -213,19 +234,41 @@ fn encode_value(c: &Column, row: usize, format: Format, buf: &mut BytesMut) {
     buf.put_i32(0);
     match (a.data_type(), format) {
         (DataType::Boolean, Format::Binary) => buf.put_u8(a.as_boolean().value(row) as u8),
-        (DataType::Boolean, Format::Text) => buf.put_u8(if a.as_boolean().value(row) { b't' } else { b'f' }),
+        (DataType::Boolean, Format::Text) => buf.put_u8(if a.as_boolean().value(row) {
+            b't'
+        } else {
+            b'f'
+        }),
         (DataType::Int16, Format::Binary) => buf.put_i16(a.as_primitive::<Int16Type>().value(row)),
         (DataType::Int32, Format::Binary) => buf.put_i32(a.as_primitive::<Int32Type>().value(row)),
         (DataType::Int64, Format::Binary) => buf.put_i64(a.as_primitive::<Int64Type>().value(row)),
-        (DataType::Int16, Format::Text) => put_display(buf, a.as_primitive::<Int16Type>().value(row)),
-        (DataType::Int32, Format::Text) => put_display(buf, a.as_primitive::<Int32Type>().value(row)),
-        (DataType::Int64, Format::Text) => put_display(buf, a.as_primitive::<Int64Type>().value(row)),
-        (DataType::UInt64, Format::Text) => put_display(buf, a.as_primitive::<UInt64Type>().value(row)),
-        (DataType::UInt64, Format::Binary) => numeric_binary(&a.as_primitive::<UInt64Type>().value(row).to_string(), buf),
-        (DataType::Float32, Format::Binary) => buf.put_f32(a.as_primitive::<Float32Type>().value(row)),
-        (DataType::Float64, Format::Binary) => buf.put_f64(a.as_primitive::<Float64Type>().value(row)),
-        (DataType::Float32, Format::Text) => put_float(buf, a.as_primitive::<Float32Type>().value(row) as f64, true),
-        (DataType::Float64, Format::Text) => put_float(buf, a.as_primitive::<Float64Type>().value(row), false),
+        (DataType::Int16, Format::Text) => {
+            put_display(buf, a.as_primitive::<Int16Type>().value(row))
+        }
+        (DataType::Int32, Format::Text) => {
+            put_display(buf, a.as_primitive::<Int32Type>().value(row))
+        }
+        (DataType::Int64, Format::Text) => {
+            put_display(buf, a.as_primitive::<Int64Type>().value(row))
+        }
+        (DataType::UInt64, Format::Text) => {
+            put_display(buf, a.as_primitive::<UInt64Type>().value(row))
+        }
+        (DataType::UInt64, Format::Binary) => {
+            numeric_binary(&a.as_primitive::<UInt64Type>().value(row).to_string(), buf)
+        }
+        (DataType::Float32, Format::Binary) => {
+            buf.put_f32(a.as_primitive::<Float32Type>().value(row))
+        }
+        (DataType::Float64, Format::Binary) => {
+            buf.put_f64(a.as_primitive::<Float64Type>().value(row))
+        }
+        (DataType::Float32, Format::Text) => {
+            put_float(buf, a.as_primitive::<Float32Type>().value(row) as f64, true)
+        }
+        (DataType::Float64, Format::Text) => {
+            put_float(buf, a.as_primitive::<Float64Type>().value(row), false)
+        }
         (DataType::Utf8, _) => buf.put_slice(a.as_string::<i32>().value(row).as_bytes()),
         (DataType::Binary, Format::Binary) => buf.put_slice(a.as_binary::<i32>().value(row)),
         (DataType::Binary, Format::Text) => {
@@ -246,7 +289,9 @@ fn encode_value(c: &Column, row: usize, format: Format, buf: &mut BytesMut) {
                 }
             }
         }
-        (DataType::Date32, Format::Binary) => buf.put_i32(a.as_primitive::<Date32Type>().value(row) - PG_EPOCH_DAYS),
+        (DataType::Date32, Format::Binary) => {
+            buf.put_i32(a.as_primitive::<Date32Type>().value(row) - PG_EPOCH_DAYS)
+        }
         (DataType::Date32, Format::Text) => {
             let days = a.as_primitive::<Date32Type>().value(row) as i64;
             let mut s = String::new();
@@ -269,12 +314,19 @@ fn encode_value(c: &Column, row: usize, format: Format, buf: &mut BytesMut) {
 
 fn timestamp_value(a: &dyn Array, row: usize) -> i64 {
     use sundial_query::datafusion::arrow::datatypes::{
-        TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType,
+        TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+        TimestampSecondType,
     };
     match a.data_type() {
-        DataType::Timestamp(TimeUnit::Second, _) => a.as_primitive::<TimestampSecondType>().value(row),
-        DataType::Timestamp(TimeUnit::Millisecond, _) => a.as_primitive::<TimestampMillisecondType>().value(row),
-        DataType::Timestamp(TimeUnit::Microsecond, _) => a.as_primitive::<TimestampMicrosecondType>().value(row),
+        DataType::Timestamp(TimeUnit::Second, _) => {
+            a.as_primitive::<TimestampSecondType>().value(row)
+        }
+        DataType::Timestamp(TimeUnit::Millisecond, _) => {
+            a.as_primitive::<TimestampMillisecondType>().value(row)
+        }
+        DataType::Timestamp(TimeUnit::Microsecond, _) => {
+            a.as_primitive::<TimestampMicrosecondType>().value(row)
+        }
         _ => a.as_primitive::<TimestampNanosecondType>().value(row),
     }
 }
@@ -299,7 +351,11 @@ pub fn format_float(v: f64, single: bool) -> String {
         return "NaN".into();
     }
     if v.is_infinite() {
-        return if v > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if v > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     let a = v.abs();
     let sci = a != 0.0 && (a >= 1e15 || a < 1e-4);
@@ -336,7 +392,13 @@ pub fn format_timestamp(out: &mut String, ns: i64, with_time: bool) {
     if !with_time {
         return;
     }
-    let _ = write!(out, " {:02}:{:02}:{:02}", sod / 3600, sod % 3600 / 60, sod % 60);
+    let _ = write!(
+        out,
+        " {:02}:{:02}:{:02}",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60
+    );
     let us = sub_ns / 1_000;
     if us > 0 {
         let frac = format!("{us:06}");
@@ -402,7 +464,12 @@ pub fn numeric_binary(s: &str, buf: &mut BytesMut) {
     let int_digits = format!("{}{int}", "0".repeat(int_pad));
     let frac_pad = (4 - frac.len() % 4) % 4;
     let frac_digits = format!("{frac}{}", "0".repeat(frac_pad));
-    let group = |s: &str| -> Vec<i16> { s.as_bytes().chunks(4).map(|c| std::str::from_utf8(c).unwrap_or("0").parse().unwrap_or(0)).collect() };
+    let group = |s: &str| -> Vec<i16> {
+        s.as_bytes()
+            .chunks(4)
+            .map(|c| std::str::from_utf8(c).unwrap_or("0").parse().unwrap_or(0))
+            .collect()
+    };
     let int_groups = group(&int_digits);
     let mut groups = int_groups.clone();
     groups.extend(group(&frac_digits));
@@ -451,7 +518,11 @@ fn numeric_from_binary(b: &[u8]) -> Option<String> {
             int.push_str("0000");
         }
     }
-    let lead_zero_groups = if weight < -1 { (-1 - weight) as usize } else { 0 };
+    let lead_zero_groups = if weight < -1 {
+        (-1 - weight) as usize
+    } else {
+        0
+    };
     let frac = format!("{}{frac}", "0000".repeat(lead_zero_groups));
     let int = int.trim_start_matches('0');
     let mut frac: String = frac.chars().take(dscale).collect();
@@ -460,7 +531,11 @@ fn numeric_from_binary(b: &[u8]) -> Option<String> {
     }
     let int = if int.is_empty() { "0" } else { int };
     let sign = if sign == 0x4000 { "-" } else { "" };
-    Some(if frac.is_empty() { format!("{sign}{int}") } else { format!("{sign}{int}.{frac}") })
+    Some(if frac.is_empty() {
+        format!("{sign}{int}")
+    } else {
+        format!("{sign}{int}.{frac}")
+    })
 }
 
 /// Parses PostgreSQL / ISO 8601 timestamp text to nanoseconds since the epoch (UTC): `2023-11-14`,
@@ -517,7 +592,10 @@ pub fn parse_timestamp_ns(s: &str) -> Option<i64> {
             let digits: String = r[1..].chars().filter(|c| *c != ':').collect();
             let (h, m) = match digits.len() {
                 2 => (digits.parse::<i64>().ok()?, 0),
-                4 => (digits[..2].parse::<i64>().ok()?, digits[2..].parse::<i64>().ok()?),
+                4 => (
+                    digits[..2].parse::<i64>().ok()?,
+                    digits[2..].parse::<i64>().ok()?,
+                ),
                 _ => return None,
             };
             sign * (h * 3600 + m * 60)
@@ -537,69 +615,134 @@ pub fn decode_param(
     target: Option<&DataType>,
 ) -> Result<ScalarValue, PgError> {
     let n = index + 1;
-    let bad = |what: String| PgError::new(code::INVALID_TEXT_REPRESENTATION, format!("parameter ${n}: {what}"));
-    let null_of = |t: Option<&DataType>| ScalarValue::try_from(t.unwrap_or(&DataType::Utf8)).unwrap_or(ScalarValue::Utf8(None));
-    let Some(bytes) = bytes else { return Ok(null_of(target.or(declared.and_then(arrow_type_of).as_ref()))) };
+    let bad = |what: String| {
+        PgError::new(
+            code::INVALID_TEXT_REPRESENTATION,
+            format!("parameter ${n}: {what}"),
+        )
+    };
+    let null_of = |t: Option<&DataType>| {
+        ScalarValue::try_from(t.unwrap_or(&DataType::Utf8)).unwrap_or(ScalarValue::Utf8(None))
+    };
+    let Some(bytes) = bytes else {
+        return Ok(null_of(
+            target.or(declared.and_then(arrow_type_of).as_ref()),
+        ));
+    };
     let value = match format {
         Format::Binary => decode_binary(bytes, declared).map_err(bad)?,
         Format::Text => {
-            let text = std::str::from_utf8(bytes).map_err(|_| bad("text value is not valid UTF-8".into()))?;
+            let text = std::str::from_utf8(bytes)
+                .map_err(|_| bad("text value is not valid UTF-8".into()))?;
             let wants_ts = matches!(target, Some(DataType::Timestamp(..)))
                 || matches!(declared, Some(t) if *t == Type::TIMESTAMP || *t == Type::TIMESTAMPTZ);
             if wants_ts {
                 let ns = parse_timestamp_ns(text).ok_or_else(|| {
-                    PgError::new(code::INVALID_DATETIME_FORMAT, format!("parameter ${n}: invalid timestamp {text:?}"))
-                        .with_hint("use ISO 8601, e.g. 2023-11-14 22:13:20 or 2023-11-14T22:13:20Z")
+                    PgError::new(
+                        code::INVALID_DATETIME_FORMAT,
+                        format!("parameter ${n}: invalid timestamp {text:?}"),
+                    )
+                    .with_hint("use ISO 8601, e.g. 2023-11-14 22:13:20 or 2023-11-14T22:13:20Z")
                 })?;
                 ScalarValue::TimestampNanosecond(Some(ns), None)
             } else {
                 let v = ScalarValue::Utf8(Some(text.to_string()));
                 match declared.and_then(arrow_type_of) {
-                    Some(t) if t != DataType::Utf8 => v.cast_to(&t).map_err(|_| bad(format!("invalid {} value {text:?}", declared.map(|d| d.name()).unwrap_or("?"))))?,
+                    Some(t) if t != DataType::Utf8 => v.cast_to(&t).map_err(|_| {
+                        bad(format!(
+                            "invalid {} value {text:?}",
+                            declared.map(|d| d.name()).unwrap_or("?")
+                        ))
+                    })?,
                     _ => v,
                 }
             }
         }
     };
-    let Some(target) = target else { return Ok(value) };
+    let Some(target) = target else {
+        return Ok(value);
+    };
     if &value.data_type() == target {
         return Ok(value);
     }
-    if let (ScalarValue::TimestampNanosecond(v, _), DataType::Timestamp(TimeUnit::Nanosecond, tz)) = (&value, target) {
+    if let (ScalarValue::TimestampNanosecond(v, _), DataType::Timestamp(TimeUnit::Nanosecond, tz)) =
+        (&value, target)
+    {
         return Ok(ScalarValue::TimestampNanosecond(*v, tz.clone()));
     }
     value.cast_to(target).map_err(|_| {
-        PgError::new(code::DATATYPE_MISMATCH, format!("parameter ${n}: cannot use a {} value where {target} is expected", value.data_type()))
+        PgError::new(
+            code::DATATYPE_MISMATCH,
+            format!(
+                "parameter ${n}: cannot use a {} value where {target} is expected",
+                value.data_type()
+            ),
+        )
     })
 }
 
 fn decode_binary(b: &[u8], declared: Option<&Type>) -> Result<ScalarValue, String> {
     let ty = declared.ok_or("a binary parameter needs a declared type (Parse sent type 0)")?;
     let fixed = |n: usize| -> Result<&[u8], String> {
-        if b.len() == n { Ok(b) } else { Err(format!("binary {} must be {n} bytes, got {}", ty.name(), b.len())) }
+        if b.len() == n {
+            Ok(b)
+        } else {
+            Err(format!(
+                "binary {} must be {n} bytes, got {}",
+                ty.name(),
+                b.len()
+            ))
+        }
     };
     Ok(match *ty {
         Type::BOOL => ScalarValue::Boolean(Some(fixed(1)?[0] != 0)),
-        Type::INT2 => ScalarValue::Int16(Some(i16::from_be_bytes(fixed(2)?.try_into().unwrap_or_default()))),
-        Type::INT4 => ScalarValue::Int32(Some(i32::from_be_bytes(fixed(4)?.try_into().unwrap_or_default()))),
-        Type::OID => ScalarValue::Int64(Some(u32::from_be_bytes(fixed(4)?.try_into().unwrap_or_default()) as i64)),
-        Type::INT8 => ScalarValue::Int64(Some(i64::from_be_bytes(fixed(8)?.try_into().unwrap_or_default()))),
-        Type::FLOAT4 => ScalarValue::Float32(Some(f32::from_be_bytes(fixed(4)?.try_into().unwrap_or_default()))),
-        Type::FLOAT8 => ScalarValue::Float64(Some(f64::from_be_bytes(fixed(8)?.try_into().unwrap_or_default()))),
+        Type::INT2 => ScalarValue::Int16(Some(i16::from_be_bytes(
+            fixed(2)?.try_into().unwrap_or_default(),
+        ))),
+        Type::INT4 => ScalarValue::Int32(Some(i32::from_be_bytes(
+            fixed(4)?.try_into().unwrap_or_default(),
+        ))),
+        Type::OID => ScalarValue::Int64(Some(u32::from_be_bytes(
+            fixed(4)?.try_into().unwrap_or_default(),
+        ) as i64)),
+        Type::INT8 => ScalarValue::Int64(Some(i64::from_be_bytes(
+            fixed(8)?.try_into().unwrap_or_default(),
+        ))),
+        Type::FLOAT4 => ScalarValue::Float32(Some(f32::from_be_bytes(
+            fixed(4)?.try_into().unwrap_or_default(),
+        ))),
+        Type::FLOAT8 => ScalarValue::Float64(Some(f64::from_be_bytes(
+            fixed(8)?.try_into().unwrap_or_default(),
+        ))),
         Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN | Type::CHAR => {
-            ScalarValue::Utf8(Some(String::from_utf8(b.to_vec()).map_err(|_| "text value is not valid UTF-8")?))
+            ScalarValue::Utf8(Some(
+                String::from_utf8(b.to_vec()).map_err(|_| "text value is not valid UTF-8")?,
+            ))
         }
         Type::TIMESTAMP | Type::TIMESTAMPTZ => {
             let us = i64::from_be_bytes(fixed(8)?.try_into().unwrap_or_default());
-            let ns = us.checked_add(PG_EPOCH_US).and_then(|v| v.checked_mul(1_000)).ok_or("timestamp out of range")?;
+            let ns = us
+                .checked_add(PG_EPOCH_US)
+                .and_then(|v| v.checked_mul(1_000))
+                .ok_or("timestamp out of range")?;
             ScalarValue::TimestampNanosecond(Some(ns), None)
         }
-        Type::DATE => ScalarValue::Date32(Some(i32::from_be_bytes(fixed(4)?.try_into().unwrap_or_default()) + PG_EPOCH_DAYS)),
+        Type::DATE => ScalarValue::Date32(Some(
+            i32::from_be_bytes(fixed(4)?.try_into().unwrap_or_default()) + PG_EPOCH_DAYS,
+        )),
         Type::NUMERIC => {
             let s = numeric_from_binary(b).ok_or("malformed binary numeric")?;
-            ScalarValue::Float64(Some(s.parse::<f64>().map_err(|_| format!("numeric {s} is not a number"))?))
+            ScalarValue::Float64(Some(
+                s.parse::<f64>()
+                    .map_err(|_| format!("numeric {s} is not a number"))?,
+            ))
         }
-        _ => return Err(format!("binary parameters of type {} are not supported; send text", ty.name())),
+        _ => {
+            return Err(format!(
+                "binary parameters of type {} are not supported; send text",
+                ty.name()
+            ));
+        }
     })
 }
 
@@ -623,12 +766,31 @@ mod tests {
     #[test]
     fn timestamps_parse_in_every_client_spelling() {
         let t = 1_700_000_000_000_000_000;
-        for s in ["2023-11-14 22:13:20", "2023-11-14T22:13:20Z", "2023-11-14 22:13:20+00", "2023-11-14 23:13:20+01:00", "2023-11-14 14:13:20-0800", "2023-11-14T22:13:20.000Z"] {
+        for s in [
+            "2023-11-14 22:13:20",
+            "2023-11-14T22:13:20Z",
+            "2023-11-14 22:13:20+00",
+            "2023-11-14 23:13:20+01:00",
+            "2023-11-14 14:13:20-0800",
+            "2023-11-14T22:13:20.000Z",
+        ] {
             assert_eq!(parse_timestamp_ns(s), Some(t), "{s}");
         }
-        assert_eq!(parse_timestamp_ns("2023-11-14"), Some(1_699_920_000_000_000_000));
-        assert_eq!(parse_timestamp_ns("2023-11-14 22:13:20.5"), Some(t + 500_000_000));
-        for bad in ["", "yesterday", "2023-13-01", "2023-11-14 25:00", "2023-11-14 22:13:20 nowhere"] {
+        assert_eq!(
+            parse_timestamp_ns("2023-11-14"),
+            Some(1_699_920_000_000_000_000)
+        );
+        assert_eq!(
+            parse_timestamp_ns("2023-11-14 22:13:20.5"),
+            Some(t + 500_000_000)
+        );
+        for bad in [
+            "",
+            "yesterday",
+            "2023-13-01",
+            "2023-11-14 25:00",
+            "2023-11-14 22:13:20 nowhere",
+        ] {
             assert_eq!(parse_timestamp_ns(bad), None, "{bad}");
         }
     }
@@ -645,7 +807,15 @@ mod tests {
 
     #[test]
     fn numerics_round_trip_through_binary() {
-        for s in ["0", "1", "10000", "18446744073709551615", "-123.4500", "0.0001", "12345678.9"] {
+        for s in [
+            "0",
+            "1",
+            "10000",
+            "18446744073709551615",
+            "-123.4500",
+            "0.0001",
+            "12345678.9",
+        ] {
             let mut b = BytesMut::new();
             numeric_binary(s, &mut b);
             let back = numeric_from_binary(&b).unwrap();
