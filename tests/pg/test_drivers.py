@@ -3,6 +3,7 @@ ingest through INSERT and COPY, read back with parameterised time-range queries,
 
 import asyncio
 import datetime as dt
+import decimal
 import io
 
 import asyncpg
@@ -62,6 +63,17 @@ def test_insert_copy_and_parameterised_time_range(pg_server):
         assert cur.fetchone() == (2,)
 
 
+def test_unsigned_fields_are_numeric_in_text_and_binary(pg_server):
+    db = pg_server.new_db("num")
+    pg_server.write(db, "m,k=a u=18446744073709551615u,i=-3i 1700000000\nm,k=b u=0u,i=7i 1700000001")
+    with connect(pg_server, db) as c:
+        for binary in (False, True):
+            cur = c.cursor(binary=binary)
+            cur.execute("SELECT u, i FROM m ORDER BY time")
+            assert [d.type_code for d in cur.description] == [1700, 20]
+            assert cur.fetchall() == [(decimal.Decimal("18446744073709551615"), -3), (decimal.Decimal(0), 7)], binary
+
+
 def test_prepared_statement_binary_results_and_params(pg_server, db):
     with connect(pg_server, db) as c:
         cur = c.cursor(binary=True)
@@ -78,6 +90,12 @@ def test_grafana_time_series_and_catalog_queries(pg_server, db):
             "WHERE time BETWEEN '2023-11-14T22:13:00Z' AND '2023-11-14T22:15:00Z' AND region = 'eu' GROUP BY 1 ORDER BY 1"
         ).fetchall()
         assert rows == [(dt.datetime(2023, 11, 14, 22, 13), (12.5 + 70.25) / 2), (dt.datetime(2023, 11, 14, 22, 14), 15.0)]
+        # $__timeGroupAlias(time, '1m') in Grafana's PostgreSQL macro form (epoch seconds as the time column)
+        rows = c.execute(
+            "SELECT floor(extract(epoch from time)/60)*60 AS \"time\", avg(usage) FROM cpu "
+            "WHERE time BETWEEN '2023-11-14T22:13:00Z' AND '2023-11-14T22:15:00Z' AND region = 'eu' GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+        assert [(int(t), v) for t, v in rows] == [(1699999980, (12.5 + 70.25) / 2), (1700000040, 15.0)]
         rows = c.execute(
             "SELECT date_trunc('minute', time) AS time, host AS metric, max(cores) FROM cpu "
             "WHERE time >= '2023-11-14T22:13:00Z' AND time <= '2023-11-14T22:20:00Z' GROUP BY 1, 2 ORDER BY 1, 2"

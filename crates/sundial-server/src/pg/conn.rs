@@ -104,6 +104,8 @@ pub(super) struct Conn {
     portals: HashMap<String, Portal>,
     skip_until_sync: bool,
     copy: Option<CopyState>,
+    /// Bytes of an oversized message still to read and drop.
+    discard: usize,
 }
 
 /// Serves one accepted connection to its end.
@@ -129,6 +131,7 @@ pub(super) async fn run(
         portals: HashMap::new(),
         skip_until_sync: false,
         copy: None,
+        discard: 0,
     };
     let result = c.serve(over_limit).await;
     if c.pid != 0 {
@@ -195,6 +198,18 @@ impl Conn {
     /// The next complete frame, reading as needed (and flushing output before waiting for input).
     async fn next_frame(&mut self, phase: Phase) -> Result<Result<BytesMut, FrameError>, End> {
         loop {
+            if self.discard > 0 {
+                let n = self.discard.min(self.inbuf.len());
+                let _ = self.inbuf.split_to(n);
+                self.discard -= n;
+                if self.discard > 0 {
+                    self.flush().await?;
+                    if self.rd.read_buf(&mut self.inbuf).await? == 0 {
+                        return Err(End::Closed);
+                    }
+                    continue;
+                }
+            }
             match frame::split_frame(&mut self.inbuf, phase) {
                 Ok(Some(f)) => return Ok(Ok(f)),
                 Ok(None) => {}
@@ -336,7 +351,11 @@ impl Conn {
             settings: settings.clone(),
             registry: self.server.registry.clone(),
         });
-        self.session = Some(Session::new(engine, (*self.server.state.query).clone(), facts));
+        self.session = Some(Session::new(
+            engine,
+            (*self.server.state.query).clone(),
+            facts,
+        ));
         self.send(B::Authentication(Authentication::Ok));
         for key in [
             "server_version",
@@ -423,6 +442,10 @@ impl Conn {
         loop {
             let f = match self.next_frame(Phase::Normal).await? {
                 Ok(f) => f,
+                Err(e @ FrameError::TooLarge { len, .. }) if self.copy.is_none() => {
+                    self.refuse_oversized(e, len);
+                    continue;
+                }
                 Err(e) => return self.fatal(frame_error(e)).await,
             };
             let msg = match frame::decode_frame(f) {
@@ -493,6 +516,20 @@ impl Conn {
                     return self.fatal(e).await;
                 }
             }
+        }
+    }
+
+    /// A message over the limit: answer the error at once, then drop its bytes as they arrive (never
+    /// buffering them) and go on, as if the message had failed.
+    fn refuse_oversized(&mut self, e: FrameError, len: usize) {
+        let ty = self.inbuf[0];
+        self.discard = len + 1;
+        tracing::warn!(peer = %self.peer, len, "refused an oversized PostgreSQL message");
+        if ty == b'Q' {
+            self.fail(frame_error(e));
+            self.ready();
+        } else {
+            self.extended_result(Err(frame_error(e)));
         }
     }
 

@@ -197,7 +197,21 @@ pub fn from_datafusion(e: &DataFusionError, sql: &str) -> PgError {
             SchemaError::DuplicateQualifiedField { .. }
             | SchemaError::DuplicateUnqualifiedField { .. } => code::DUPLICATE_COLUMN,
         },
-        DataFusionError::Plan(m) => plan_code(m),
+        DataFusionError::Plan(m) => {
+            // PostgreSQL's wording, which tools match on: relation "x" does not exist.
+            if let Some(name) = m
+                .strip_prefix("table '")
+                .and_then(|r| r.strip_suffix("' not found"))
+            {
+                let short = name.rsplit('.').next().unwrap_or(name);
+                return PgError::new(
+                    code::UNDEFINED_TABLE,
+                    format!("relation \"{short}\" does not exist"),
+                )
+                .with_position(position);
+            }
+            plan_code(m)
+        }
         DataFusionError::NotImplemented(_) => code::FEATURE_NOT_SUPPORTED,
         DataFusionError::Configuration(_) => code::INVALID_PARAMETER_VALUE,
         DataFusionError::ArrowError(a, _) => arrow_code(&a.to_string()),
@@ -233,9 +247,9 @@ fn plan_code(m: &str) -> &'static str {
         || m.contains("table") && m.contains("not found")
     {
         code::UNDEFINED_TABLE
-    } else if m.contains("Invalid function") || m.contains("function") && m.contains("not found") {
-        code::UNDEFINED_FUNCTION
-    } else if m.contains("No function matches")
+    } else if m.contains("Invalid function")
+        || m.contains("function") && m.contains("not found")
+        || m.contains("No function matches")
         || m.contains("does not support")
         || m.contains("Cannot infer common")
     {

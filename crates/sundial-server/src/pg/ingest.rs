@@ -229,7 +229,7 @@ impl Target {
             | DataType::LargeUtf8
             | DataType::Utf8View
             | DataType::Dictionary(..) => {
-                Some(cast(array, &DataType::Utf8).map_err(|e| PgError::internal(e))?)
+                Some(cast(array, &DataType::Utf8).map_err(PgError::internal)?)
             }
             _ => None,
         };

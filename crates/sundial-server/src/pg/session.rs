@@ -578,7 +578,7 @@ impl Session {
                     Arc::new(StringArray::from(desc)),
                 ],
             )
-            .map_err(|e| PgError::internal(e))?;
+            .map_err(PgError::internal)?;
             return Ok((schema, vec![batch]));
         }
         let key = if name == "time zone" {

@@ -146,7 +146,7 @@ fn prepare(array: &ArrayRef) -> Result<Column, PgError> {
         None => array.clone(),
     };
     if let DataType::Dictionary(_, _) = array.data_type() {
-        array = cast(&array, &DataType::Utf8).map_err(|e| PgError::internal(e))?;
+        array = cast(&array, &DataType::Utf8).map_err(PgError::internal)?;
     }
     let ts_unit_ns = match array.data_type() {
         DataType::Timestamp(TimeUnit::Second, _) => 1_000_000_000,
@@ -174,8 +174,7 @@ fn prepare(array: &ArrayRef) -> Result<Column, PgError> {
         // Rare types (intervals, lists, …): Arrow's display text.
         let opts = FormatOptions::new().with_null("");
         let strings: StringArray = {
-            let f =
-                ArrayFormatter::try_new(array.as_ref(), &opts).map_err(|e| PgError::internal(e))?;
+            let f = ArrayFormatter::try_new(array.as_ref(), &opts).map_err(PgError::internal)?;
             (0..array.len())
                 .map(|i| {
                     if array.is_null(i) {
@@ -206,7 +205,7 @@ pub fn encode_batch(
         .enumerate()
         .map(|(i, a)| match described.get(i) {
             Some(t) if *t != pg_type(a.data_type()) => {
-                let text = cast(a, &DataType::Utf8).map_err(|e| PgError::internal(e))?;
+                let text = cast(a, &DataType::Utf8).map_err(PgError::internal)?;
                 prepare(&text)
             }
             _ => prepare(a),
