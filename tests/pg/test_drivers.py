@@ -56,11 +56,14 @@ def test_insert_copy_and_parameterised_time_range(pg_server):
         for prepare in (True, True, False):  # a server-side prepared statement, reused
             cur.execute("SELECT time, dev, temp, n, ok FROM m WHERE time >= %s AND time < %s ORDER BY time", (lo, hi), prepare=prepare)
             assert cur.fetchall() == [(T0 + dt.timedelta(seconds=10 * i), f"d{i % 3}", 20.0 + i / 4, i, i % 2 == 0) for i in range(3, 6)]
+        # executemany runs in psycopg's pipeline mode: many Parse/Bind/Execute before a Sync
+        cur.executemany("INSERT INTO m (time, dev, temp) VALUES (%s, %s, %s)", [(T0 + dt.timedelta(days=1, seconds=i), "em", i / 2) for i in range(50)])
+        assert c.execute("SELECT count(*), sum(temp) FROM m WHERE dev = 'em'").fetchone() == (50, sum(i / 2 for i in range(50)))
         cur.execute("SELECT dev, temp FROM m WHERE dev = %s", ("d,9",))
         assert cur.fetchall() == [("d,9", 99.5)]
         # time zone aware parameters are converted to UTC
         cur.execute("SELECT count(*) FROM m WHERE time >= %s", (dt.datetime(2023, 11, 15, 0, 0, tzinfo=dt.timezone(dt.timedelta(hours=1))),))
-        assert cur.fetchone() == (2,)
+        assert cur.fetchone() == (2 + 50,)  # the two CSV rows at 23:00 and the executemany rows a day later
 
 
 def test_unsigned_fields_are_numeric_in_text_and_binary(pg_server):

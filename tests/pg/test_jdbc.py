@@ -29,5 +29,7 @@ def test_jdbc_driver_prepared_statements_types_and_errors(pg_server):
         "row=2024-01-01T00:01,b,2.5",
         "agg=2,3.75",
         "error=42P01",
+        "batch=100",
+        "fetched=100,2475.0",
         f"db={db}",
     ]

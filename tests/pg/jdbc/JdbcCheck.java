@@ -42,6 +42,34 @@ public class JdbcCheck {
             } catch (SQLException e) {
                 System.out.println("error=" + e.getSQLState());
             }
+            // executeBatch: many Bind/Execute pairs before one Sync
+            try (PreparedStatement ps = c.prepareStatement("INSERT INTO jd (time, host, v) VALUES (?, ?, ?)")) {
+                for (int i = 0; i < 100; i++) {
+                    ps.setTimestamp(1, Timestamp.valueOf(LocalDateTime.of(2024, 1, 2, 0, 0).plusSeconds(i)));
+                    ps.setString(2, "batch");
+                    ps.setDouble(3, i * 0.5);
+                    ps.addBatch();
+                }
+                int total = 0;
+                for (int n : ps.executeBatch()) total += n;
+                System.out.println("batch=" + total);
+            }
+            // A fetch size inside a transaction makes the driver read through a portal, 7 rows at a time.
+            c.setAutoCommit(false);
+            try (Statement s = c.createStatement()) {
+                s.setFetchSize(7);
+                try (ResultSet rs = s.executeQuery("SELECT v FROM jd WHERE host = 'batch' ORDER BY time")) {
+                    double sum = 0;
+                    int n = 0;
+                    while (rs.next()) {
+                        sum += rs.getDouble(1);
+                        n++;
+                    }
+                    System.out.println("fetched=" + n + "," + sum);
+                }
+            }
+            c.commit();
+            c.setAutoCommit(true);
             try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SELECT current_database(), version()")) {
                 rs.next();
                 System.out.println("db=" + rs.getString(1));
