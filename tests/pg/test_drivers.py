@@ -66,6 +66,13 @@ def test_insert_copy_and_parameterised_time_range(pg_server):
         assert cur.fetchone() == (2 + 50,)  # the two CSV rows at 23:00 and the executemany rows a day later
 
 
+def test_copy_to_stdout_with_psycopg(pg_server, db):
+    with connect(pg_server, db) as c:
+        with c.cursor().copy("COPY (SELECT time, host, usage FROM cpu WHERE host = 'b' ORDER BY time) TO STDOUT") as cp:
+            rows = list(cp.rows())
+        assert rows == [("2023-11-14 22:13:20", "b", "70.25"), ("2023-11-14 22:15:20", "b", "1e+20")]
+
+
 def test_unsigned_fields_are_numeric_in_text_and_binary(pg_server):
     db = pg_server.new_db("num")
     pg_server.write(db, "m,k=a u=18446744073709551615u,i=-3i 1700000000\nm,k=b u=0u,i=7i 1700000001")

@@ -81,3 +81,11 @@ def test_password_is_required_when_configured(make_server):
     assert r.returncode != 0 and "password authentication failed" in r.stderr
     r = psql(s, "pw", "SELECT 1 AS one", env={"PGPASSWORD": "s3cret"})
     assert " one \n" in r.stdout or "one" in r.stdout.splitlines()[0]
+
+
+def test_copy_to_stdout_through_psql(pg_server, db, tmp_path):
+    out = tmp_path / "out.csv"
+    psql(pg_server, db, rf"\copy (SELECT host, usage FROM cpu WHERE region = 'eu' ORDER BY time, host) TO '{out}' WITH (FORMAT csv, HEADER true)")
+    assert out.read_text() == "host,usage\na,12.5\nb,70.25\na,15\n"
+    r = psql(pg_server, db, "COPY cpu (host, cores) TO STDOUT")
+    assert sorted(r.stdout.splitlines()) == ["a\t8", "a\t8", "b\t16", "b\t4"]

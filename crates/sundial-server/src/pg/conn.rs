@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use pgwire::api::Type;
 use pgwire::messages::PgWireBackendMessage as B;
 use pgwire::messages::PgWireFrontendMessage as F;
-use pgwire::messages::copy::CopyInResponse;
+use pgwire::messages::copy::{CopyData, CopyDone, CopyInResponse, CopyOutResponse};
 use pgwire::messages::data::{FieldDescription, NoData, ParameterDescription, RowDescription};
 use pgwire::messages::extendedquery::{
     BindComplete, CloseComplete, ParseComplete, PortalSuspended,
@@ -713,6 +713,9 @@ impl Conn {
                         });
                         return Ok(Ok(()));
                     }
+                    Outcome::CopyOut { stream, types, format } => {
+                        return self.copy_out(stream, &types, &format, &entry, generation, &portal.statement.sql).await;
+                    }
                     Outcome::Stream(s) => (RowSource::Stream(s), None, 0u64),
                     Outcome::Batches(b) => (RowSource::Batches(b.into()), None, 0u64),
                 }
@@ -965,6 +968,54 @@ impl Conn {
             }
         }
         Ok(())
+    }
+
+    /// `COPY … TO STDOUT`: CopyOutResponse, one CopyData per row (psycopg parses rows per message), CopyDone.
+    async fn copy_out(
+        &mut self,
+        mut stream: SendableRecordBatchStream,
+        types: &[Type],
+        format: &super::ingest::CopyFormat,
+        entry: &Arc<SessionEntry>,
+        generation: u64,
+        sql: &str,
+    ) -> Result<Result<(), PgError>, End> {
+        let n = types.len() as i16;
+        self.send(B::CopyOutResponse(CopyOutResponse::new(0, n, vec![0; types.len()])));
+        if format.header {
+            let names: Vec<Option<Vec<u8>>> = stream.schema().fields().iter().map(|f| Some(f.name().as_bytes().to_vec())).collect();
+            self.send(B::CopyData(CopyData::new(super::ingest::copy_line(&names, format).into())));
+        }
+        let formats = vec![Format::Text; types.len()];
+        let mut rows = Vec::new();
+        let mut count = 0u64;
+        loop {
+            let batch = match guarded(&mut self.rd, &mut self.inbuf, entry, generation, stream.next()).await {
+                Ok(Some(Ok(b))) => b,
+                Ok(Some(Err(e))) => return Ok(Err(super::errors::from_datafusion(&e, sql))),
+                Ok(None) => break,
+                Err(Interrupt::Canceled) => return Ok(Err(PgError::canceled())),
+                Err(Interrupt::Disconnected) => {
+                    entry.cancel.cancel();
+                    return Err(End::Closed);
+                }
+            };
+            rows.clear();
+            if let Err(e) = types::encode_batch(&batch, &formats, types, &mut rows) {
+                return Ok(Err(e));
+            }
+            for r in rows.drain(..) {
+                let line = super::ingest::copy_line(&super::ingest::data_row_fields(&r.data), format);
+                self.send(B::CopyData(CopyData::new(line.into())));
+                count += 1;
+            }
+            if self.out.len() >= OUT_FLUSH_BYTES {
+                self.flush().await?;
+            }
+        }
+        self.send(B::CopyDone(CopyDone::new()));
+        self.send(B::CommandComplete(CommandComplete::new(format!("COPY {count}"))));
+        Ok(Ok(()))
     }
 
     /// Writes the rows COPY has buffered.

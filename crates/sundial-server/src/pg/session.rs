@@ -71,6 +71,12 @@ pub enum Kind {
         source: LogicalPlan,
         hints: Vec<(usize, DataType)>,
     },
+    /// `COPY table|(query) TO STDOUT`: rows of `plan`, described by `fields`.
+    CopyOut {
+        plan: LogicalPlan,
+        fields: Vec<FieldDesc>,
+        format: CopyFormat,
+    },
     Copy {
         db: String,
         table: String,
@@ -99,6 +105,11 @@ pub enum Outcome {
     Batches(Vec<RecordBatch>),
     Command(String),
     CopyIn(Box<CopyIn>),
+    CopyOut {
+        stream: SendableRecordBatchStream,
+        types: Vec<Type>,
+        format: CopyFormat,
+    },
     Empty,
 }
 
@@ -409,16 +420,39 @@ impl Session {
                 legacy_options,
                 ..
             } => {
+                if *to {
+                    if !matches!(target, CopyTarget::Stdout) {
+                        return Err(PgError::unsupported(
+                            "COPY TO a server-side file or program is not supported; use COPY … TO STDOUT",
+                        ));
+                    }
+                    let format = copy_format(options, legacy_options)?;
+                    let mut q = match source {
+                        CopySource::Query(q) => Statement::Query(q.clone()),
+                        CopySource::Table { table_name, columns } => {
+                            let cols = if columns.is_empty() {
+                                "*".to_string()
+                            } else {
+                                columns.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
+                            };
+                            parse_sql(&format!("SELECT {cols} FROM {table_name}"))?.remove(0)
+                        }
+                    };
+                    super::rewrite::rewrite(&mut q, &self.engine, &db)?;
+                    let plan = self.plan(q, sql).await?;
+                    let fields = fields_of(plan.schema().as_arrow());
+                    return Ok((Kind::CopyOut { plan, fields, format }, None));
+                }
                 let CopySource::Table {
                     table_name,
                     columns,
                 } = source
                 else {
-                    return Err(PgError::unsupported("COPY (query) TO is not supported"));
+                    return Err(PgError::unsupported("COPY (query) FROM is not valid"));
                 };
-                if *to || !matches!(target, CopyTarget::Stdin) {
+                if !matches!(target, CopyTarget::Stdin) {
                     return Err(PgError::unsupported(
-                        "only COPY … FROM STDIN is supported (COPY TO and server-side files are not)",
+                        "COPY FROM a server-side file or program is not supported; use COPY … FROM STDIN",
                     ));
                 }
                 let (tdb, table) = self.table_name(table_name);
@@ -604,6 +638,11 @@ impl Session {
     ) -> Result<Outcome, PgError> {
         match &p.kind {
             Kind::Empty => Ok(Outcome::Empty),
+            Kind::CopyOut { plan, fields, format } => Ok(Outcome::CopyOut {
+                stream: self.stream(plan.clone(), &p.sql, guard).await?,
+                types: fields.iter().map(|f| f.ty.clone()).collect(),
+                format: format.clone(),
+            }),
             Kind::Query(plan) => {
                 let plan = if params.is_empty() {
                     plan.clone()
@@ -612,22 +651,7 @@ impl Session {
                         .with_param_values(params)
                         .map_err(|e| from_datafusion(&e, &p.sql))?
                 };
-                let df = self
-                    .ctx
-                    .execute_logical_plan(plan)
-                    .await
-                    .map_err(|e| from_datafusion(&e, &p.sql))?;
-                let task_ctx = Arc::new(df.task_ctx());
-                let physical = df
-                    .create_physical_plan()
-                    .await
-                    .map_err(|e| from_datafusion(&e, &p.sql))?;
-                let physical = super::cancel::wrap(physical, guard)
-                    .map_err(|e| from_datafusion(&e, &p.sql))?;
-                let stream =
-                    sundial_query::datafusion::physical_plan::execute_stream(physical, task_ctx)
-                        .map_err(|e| from_datafusion(&e, &p.sql))?;
-                Ok(Outcome::Stream(super::cancel::spawn_stream(stream)))
+                Ok(Outcome::Stream(self.stream(plan, &p.sql, guard).await?))
             }
             Kind::Fixed { batches, .. } => Ok(Outcome::Batches(batches.clone())),
             Kind::Set { name, value } => {
@@ -713,6 +737,17 @@ impl Session {
                 ))))
             }
         }
+    }
+
+    /// Executes a logical plan as a cancelable stream driven by its own task.
+    async fn stream(&self, plan: LogicalPlan, sql: &str, guard: &QueryGuard) -> Result<SendableRecordBatchStream, PgError> {
+        let df = self.ctx.execute_logical_plan(plan).await.map_err(|e| from_datafusion(&e, sql))?;
+        let task_ctx = Arc::new(df.task_ctx());
+        let physical = df.create_physical_plan().await.map_err(|e| from_datafusion(&e, sql))?;
+        let physical = super::cancel::wrap(physical, guard).map_err(|e| from_datafusion(&e, sql))?;
+        let stream = sundial_query::datafusion::physical_plan::execute_stream(physical, task_ctx)
+            .map_err(|e| from_datafusion(&e, sql))?;
+        Ok(super::cancel::spawn_stream(stream))
     }
 
     fn set(&self, name: &str, value: Option<String>) {
