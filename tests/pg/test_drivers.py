@@ -165,12 +165,15 @@ def test_asyncpg_prepared_binary_protocol(pg_server, db):
             assert await conn.fetchval("SELECT usage FROM cpu WHERE host = $1", "c") == 3.5
             with pytest.raises(asyncpg.exceptions.UndefinedTableError):
                 await conn.fetch("SELECT * FROM nosuch")
-            # binary COPY (copy_records_to_table) is not supported; CSV is
-            with pytest.raises(asyncpg.exceptions.FeatureNotSupportedError):
-                await conn.copy_records_to_table("cpu", records=[(T0, 1, "d", "ap", 0.5)], columns=["time", "cores", "host", "region", "usage"])
+            # binary COPY, typed by the table's columns (asyncpg describes SELECT cols FROM t LIMIT 1 first)
+            records = [(T0 + dt.timedelta(hours=3, seconds=i), i, "e", None, i / 4) for i in range(1000)]
+            n = await conn.copy_records_to_table("cpu", records=records, columns=["time", "cores", "host", "region", "usage"])
+            assert n == "COPY 1000"
+            rows = await conn.fetch("SELECT time, cores, region, usage FROM cpu WHERE host = 'e' ORDER BY time LIMIT 2")
+            assert [tuple(r) for r in rows] == [(T0 + dt.timedelta(hours=3), 0, None, 0.0), (T0 + dt.timedelta(hours=3, seconds=1), 1, None, 0.25)]
             n = await conn.copy_to_table("cpu", source=io.BytesIO(b"2023-11-15 00:13:20,1,d,ap,0.5\n"), columns=["time", "cores", "host", "region", "usage"], format="csv")
             assert n == "COPY 1"
-            assert await conn.fetchval("SELECT count(*) FROM cpu") == 6
+            assert await conn.fetchval("SELECT count(*) FROM cpu") == 1006
         finally:
             await conn.close()
 

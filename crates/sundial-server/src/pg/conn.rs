@@ -702,10 +702,11 @@ impl Conn {
                     }
                     Outcome::CopyIn(copy) => {
                         let n = copy.target.columns.len() as i16;
+                        let f = i16::from(copy.format.binary);
                         self.send(B::CopyInResponse(CopyInResponse::new(
-                            0,
+                            f as i8,
                             n,
-                            vec![0; n as usize],
+                            vec![f; n as usize],
                         )));
                         self.copy = Some(CopyState {
                             copy,
@@ -713,8 +714,21 @@ impl Conn {
                         });
                         return Ok(Ok(()));
                     }
-                    Outcome::CopyOut { stream, types, format } => {
-                        return self.copy_out(stream, &types, &format, &entry, generation, &portal.statement.sql).await;
+                    Outcome::CopyOut {
+                        stream,
+                        types,
+                        format,
+                    } => {
+                        return self
+                            .copy_out(
+                                stream,
+                                &types,
+                                &format,
+                                &entry,
+                                generation,
+                                &portal.statement.sql,
+                            )
+                            .await;
                     }
                     Outcome::Stream(s) => (RowSource::Stream(s), None, 0u64),
                     Outcome::Batches(b) => (RowSource::Batches(b.into()), None, 0u64),
@@ -981,16 +995,35 @@ impl Conn {
         sql: &str,
     ) -> Result<Result<(), PgError>, End> {
         let n = types.len() as i16;
-        self.send(B::CopyOutResponse(CopyOutResponse::new(0, n, vec![0; types.len()])));
+        self.send(B::CopyOutResponse(CopyOutResponse::new(
+            0,
+            n,
+            vec![0; types.len()],
+        )));
         if format.header {
-            let names: Vec<Option<Vec<u8>>> = stream.schema().fields().iter().map(|f| Some(f.name().as_bytes().to_vec())).collect();
-            self.send(B::CopyData(CopyData::new(super::ingest::copy_line(&names, format).into())));
+            let names: Vec<Option<Vec<u8>>> = stream
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| Some(f.name().as_bytes().to_vec()))
+                .collect();
+            self.send(B::CopyData(CopyData::new(
+                super::ingest::copy_line(&names, format).into(),
+            )));
         }
         let formats = vec![Format::Text; types.len()];
         let mut rows = Vec::new();
         let mut count = 0u64;
         loop {
-            let batch = match guarded(&mut self.rd, &mut self.inbuf, entry, generation, stream.next()).await {
+            let batch = match guarded(
+                &mut self.rd,
+                &mut self.inbuf,
+                entry,
+                generation,
+                stream.next(),
+            )
+            .await
+            {
                 Ok(Some(Ok(b))) => b,
                 Ok(Some(Err(e))) => return Ok(Err(super::errors::from_datafusion(&e, sql))),
                 Ok(None) => break,
@@ -1005,7 +1038,8 @@ impl Conn {
                 return Ok(Err(e));
             }
             for r in rows.drain(..) {
-                let line = super::ingest::copy_line(&super::ingest::data_row_fields(&r.data), format);
+                let line =
+                    super::ingest::copy_line(&super::ingest::data_row_fields(&r.data), format);
                 self.send(B::CopyData(CopyData::new(line.into())));
                 count += 1;
             }
@@ -1014,7 +1048,9 @@ impl Conn {
             }
         }
         self.send(B::CopyDone(CopyDone::new()));
-        self.send(B::CommandComplete(CommandComplete::new(format!("COPY {count}"))));
+        self.send(B::CommandComplete(CommandComplete::new(format!(
+            "COPY {count}"
+        ))));
         Ok(Ok(()))
     }
 

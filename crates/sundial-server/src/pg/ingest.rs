@@ -466,6 +466,8 @@ fn parse_field_text(ft: FieldType, column: &str, t: &str) -> Result<Value, PgErr
 /// COPY input format.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CopyFormat {
+    /// PostgreSQL's binary COPY format (`PGCOPY`): values typed by the target columns, which must exist.
+    pub binary: bool,
     pub csv: bool,
     pub delimiter: u8,
     pub null: String,
@@ -477,6 +479,7 @@ pub struct CopyFormat {
 impl Default for CopyFormat {
     fn default() -> Self {
         CopyFormat {
+            binary: false,
             csv: false,
             delimiter: b'\t',
             null: "\\N".into(),
@@ -516,6 +519,9 @@ impl CopyIn {
     /// Feeds a CopyData payload; parses every complete record into `pending`.
     pub fn feed(&mut self, data: &[u8]) -> Result<(), PgError> {
         self.buf.extend_from_slice(data);
+        if self.format.binary {
+            return self.feed_binary();
+        }
         let mut start = 0;
         while let Some(end) = record_end(&self.buf[start..], &self.format) {
             let rec = self.buf[start..start + end].to_vec();
@@ -535,8 +541,151 @@ impl CopyIn {
         Ok(())
     }
 
+    /// Parses every complete binary tuple in the buffer.
+    fn feed_binary(&mut self) -> Result<(), PgError> {
+        let bad = |m: String| {
+            PgError::new(
+                code::INVALID_TEXT_REPRESENTATION,
+                format!("COPY binary: {m}"),
+            )
+        };
+        let mut at = 0;
+        if !self.header_skipped {
+            if self.buf.len() < BINARY_SIGNATURE.len() + 8 {
+                return Ok(());
+            }
+            if !self.buf.starts_with(BINARY_SIGNATURE) {
+                return Err(bad("missing PGCOPY signature".into()));
+            }
+            let ext = u32::from_be_bytes(self.buf[15..19].try_into().unwrap_or_default()) as usize;
+            if self.buf.len() < 19 + ext {
+                return Ok(());
+            }
+            at = 19 + ext;
+            self.header_skipped = true;
+        }
+        loop {
+            if self.done {
+                at = self.buf.len();
+                break;
+            }
+            let Some((tuple, used)) = split_binary_tuple(&self.buf[at..]).map_err(bad)? else {
+                break;
+            };
+            at += used;
+            match tuple {
+                None => self.done = true,
+                Some(values) => {
+                    let owned: Vec<Option<Vec<u8>>> =
+                        values.iter().map(|v| v.map(<[u8]>::to_vec)).collect();
+                    self.line_no += 1;
+                    self.binary_tuple(&owned)?;
+                }
+            }
+        }
+        self.buf.drain(..at);
+        if self.buf.len() > COPY_LINE_BYTES_MAX {
+            return Err(PgError::new(
+                code::PROGRAM_LIMIT_EXCEEDED,
+                format!("COPY tuple exceeds {COPY_LINE_BYTES_MAX} bytes (COPY_LINE_BYTES_MAX)"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn binary_tuple(&mut self, values: &[Option<Vec<u8>>]) -> Result<(), PgError> {
+        let line = self.line_no;
+        let table = self.target.table.clone();
+        let at = |e: PgError| PgError {
+            message: format!("COPY {table}, tuple {line}: {}", e.message),
+            ..e
+        };
+        if values.len() != self.target.columns.len() {
+            return Err(at(PgError::new(
+                code::INVALID_TEXT_REPRESENTATION,
+                format!(
+                    "expected {} columns, got {}",
+                    self.target.columns.len(),
+                    values.len()
+                ),
+            )));
+        }
+        let mut row = Row::default();
+        for (c, v) in values.iter().enumerate() {
+            let Some(v) = v.as_deref() else { continue };
+            let column = &self.target.columns[c];
+            let wrong = |what: &str| {
+                at(PgError::new(
+                    code::INVALID_TEXT_REPRESENTATION,
+                    format!("column \"{column}\": binary {what} expected"),
+                ))
+            };
+            let fixed8 = |v: &[u8]| -> Option<[u8; 8]> { v.try_into().ok() };
+            match self.target.kinds[c] {
+                ColKind::Time => {
+                    let us =
+                        i64::from_be_bytes(fixed8(v).ok_or_else(|| wrong("timestamp (8 bytes)"))?);
+                    row.ts = Some(
+                        us.saturating_add(super::types::PG_EPOCH_US)
+                            .saturating_mul(1_000),
+                    );
+                }
+                ColKind::Tag | ColKind::Field(FieldType::String) => {
+                    let s = std::str::from_utf8(v)
+                        .map_err(|_| wrong("UTF-8 text"))?
+                        .to_string();
+                    if self.target.kinds[c] == ColKind::Tag {
+                        row.tags.push((c, s));
+                    } else {
+                        row.fields.push((c, Value::String(s)));
+                    }
+                }
+                ColKind::Field(FieldType::Float) => row.fields.push((
+                    c,
+                    Value::Float(f64::from_be_bytes(
+                        fixed8(v).ok_or_else(|| wrong("float8"))?,
+                    )),
+                )),
+                ColKind::Field(FieldType::Integer) => row.fields.push((
+                    c,
+                    Value::Integer(i64::from_be_bytes(fixed8(v).ok_or_else(|| wrong("int8"))?)),
+                )),
+                ColKind::Field(FieldType::Boolean) => match v {
+                    [b] => row.fields.push((c, Value::Boolean(*b != 0))),
+                    _ => return Err(wrong("bool (1 byte)")),
+                },
+                ColKind::Field(FieldType::UInteger) => {
+                    let s = super::types::numeric_text(v).ok_or_else(|| wrong("numeric"))?;
+                    row.fields.push((
+                        c,
+                        Value::UInteger(
+                            s.parse()
+                                .map_err(|_| wrong("non-negative integral numeric"))?,
+                        ),
+                    ));
+                }
+                ColKind::Undecided => {
+                    return Err(at(PgError::unsupported(format!(
+                        "binary COPY into new column \"{column}\": its type is unknown; create it with a first INSERT or line-protocol write"
+                    ))));
+                }
+            }
+        }
+        self.pending.push(row);
+        Ok(())
+    }
+
     /// End of data: the last record may lack its newline.
     pub fn finish(&mut self) -> Result<(), PgError> {
+        if self.format.binary {
+            if !self.buf.is_empty() && !self.done {
+                return Err(PgError::new(
+                    code::INVALID_TEXT_REPRESENTATION,
+                    "COPY binary: the data ends inside a tuple",
+                ));
+            }
+            return Ok(());
+        }
         if !self.buf.is_empty() {
             let rec = std::mem::take(&mut self.buf);
             self.record(&rec)?;
@@ -589,6 +738,43 @@ impl CopyIn {
         self.pending.push(row);
         Ok(())
     }
+}
+
+/// The 11-byte signature of PostgreSQL's binary COPY format.
+const BINARY_SIGNATURE: &[u8] = b"PGCOPY\n\xff\r\n\0";
+
+/// One binary tuple from the front of `buf`: `Some((None, n))` is the trailer, `None` needs more bytes.
+type BinaryTuple<'a> = Option<(Option<Vec<Option<&'a [u8]>>>, usize)>;
+
+fn split_binary_tuple(buf: &[u8]) -> Result<BinaryTuple<'_>, String> {
+    if buf.len() < 2 {
+        return Ok(None);
+    }
+    let n = i16::from_be_bytes([buf[0], buf[1]]);
+    if n == -1 {
+        return Ok(Some((None, 2)));
+    }
+    let n = usize::try_from(n).map_err(|_| format!("invalid field count {n}"))?;
+    let mut at = 2;
+    let mut values = Vec::with_capacity(n);
+    for _ in 0..n {
+        let Some(len) = buf.get(at..at + 4) else {
+            return Ok(None);
+        };
+        let len = i32::from_be_bytes([len[0], len[1], len[2], len[3]]);
+        at += 4;
+        if len == -1 {
+            values.push(None);
+            continue;
+        }
+        let len = usize::try_from(len).map_err(|_| format!("invalid field length {len}"))?;
+        let Some(v) = buf.get(at..at + len) else {
+            return Ok(None);
+        };
+        values.push(Some(v));
+        at += len;
+    }
+    Ok(Some((Some(values), at)))
 }
 
 /// Index of the newline ending the first complete record of `buf`, honouring CSV quotes.
@@ -740,7 +926,8 @@ pub fn copy_line(values: &[Option<Vec<u8>>], f: &CopyFormat) -> Vec<u8> {
             Some(v) if f.csv => {
                 let needs_quotes = v.is_empty()
                     || v == f.null.as_bytes()
-                    || v.iter().any(|b| *b == f.delimiter || *b == f.quote || *b == b'\n' || *b == b'\r');
+                    || v.iter()
+                        .any(|b| *b == f.delimiter || *b == f.quote || *b == b'\n' || *b == b'\r');
                 if needs_quotes {
                     line.push(f.quote);
                     for b in v {
@@ -790,14 +977,51 @@ mod tests {
 
     #[test]
     fn copy_lines_round_trip_through_the_parsers() {
-        let values = vec![Some(b"a\tb\\c".to_vec()), None, Some(b"x,\"y\"\nz".to_vec()), Some(Vec::new())];
-        for f in [CopyFormat::default(), CopyFormat { csv: true, delimiter: b',', null: String::new(), ..CopyFormat::default() }] {
+        let values = vec![
+            Some(b"a\tb\\c".to_vec()),
+            None,
+            Some(b"x,\"y\"\nz".to_vec()),
+            Some(Vec::new()),
+        ];
+        for f in [
+            CopyFormat::default(),
+            CopyFormat {
+                csv: true,
+                delimiter: b',',
+                null: String::new(),
+                ..CopyFormat::default()
+            },
+        ] {
             let line = copy_line(&values, &f);
             let rec = &line[..record_end(&line, &f).unwrap()];
-            let back = if f.csv { split_csv(rec, &f) } else { split_text(rec, &f) }.unwrap();
-            let want: Vec<Option<String>> = values.iter().map(|v| v.as_ref().map(|b| String::from_utf8(b.clone()).unwrap())).collect();
+            let back = if f.csv {
+                split_csv(rec, &f)
+            } else {
+                split_text(rec, &f)
+            }
+            .unwrap();
+            let want: Vec<Option<String>> = values
+                .iter()
+                .map(|v| v.as_ref().map(|b| String::from_utf8(b.clone()).unwrap()))
+                .collect();
             assert_eq!(back, want, "csv={}", f.csv);
         }
+    }
+
+    #[test]
+    fn binary_tuples_split_across_chunks() {
+        let mut t = vec![0u8, 2];
+        t.extend_from_slice(&3i32.to_be_bytes());
+        t.extend_from_slice(b"abc");
+        t.extend_from_slice(&(-1i32).to_be_bytes());
+        assert_eq!(split_binary_tuple(&t[..6]).unwrap(), None);
+        let (values, used) = split_binary_tuple(&t).unwrap().unwrap();
+        assert_eq!(
+            (values.unwrap(), used),
+            (vec![Some(&b"abc"[..]), None], t.len())
+        );
+        assert_eq!(split_binary_tuple(&[0xff, 0xff]).unwrap(), Some((None, 2)));
+        assert!(split_binary_tuple(&[0x80, 0x00]).is_err());
     }
 
     #[test]

@@ -429,11 +429,18 @@ impl Session {
                     let format = copy_format(options, legacy_options)?;
                     let mut q = match source {
                         CopySource::Query(q) => Statement::Query(q.clone()),
-                        CopySource::Table { table_name, columns } => {
+                        CopySource::Table {
+                            table_name,
+                            columns,
+                        } => {
                             let cols = if columns.is_empty() {
                                 "*".to_string()
                             } else {
-                                columns.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", ")
+                                columns
+                                    .iter()
+                                    .map(|c| c.to_string())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
                             };
                             parse_sql(&format!("SELECT {cols} FROM {table_name}"))?.remove(0)
                         }
@@ -441,7 +448,14 @@ impl Session {
                     super::rewrite::rewrite(&mut q, &self.engine, &db)?;
                     let plan = self.plan(q, sql).await?;
                     let fields = fields_of(plan.schema().as_arrow());
-                    return Ok((Kind::CopyOut { plan, fields, format }, None));
+                    return Ok((
+                        Kind::CopyOut {
+                            plan,
+                            fields,
+                            format,
+                        },
+                        None,
+                    ));
                 }
                 let CopySource::Table {
                     table_name,
@@ -638,7 +652,11 @@ impl Session {
     ) -> Result<Outcome, PgError> {
         match &p.kind {
             Kind::Empty => Ok(Outcome::Empty),
-            Kind::CopyOut { plan, fields, format } => Ok(Outcome::CopyOut {
+            Kind::CopyOut {
+                plan,
+                fields,
+                format,
+            } => Ok(Outcome::CopyOut {
                 stream: self.stream(plan.clone(), &p.sql, guard).await?,
                 types: fields.iter().map(|f| f.ty.clone()).collect(),
                 format: format.clone(),
@@ -740,11 +758,24 @@ impl Session {
     }
 
     /// Executes a logical plan as a cancelable stream driven by its own task.
-    async fn stream(&self, plan: LogicalPlan, sql: &str, guard: &QueryGuard) -> Result<SendableRecordBatchStream, PgError> {
-        let df = self.ctx.execute_logical_plan(plan).await.map_err(|e| from_datafusion(&e, sql))?;
+    async fn stream(
+        &self,
+        plan: LogicalPlan,
+        sql: &str,
+        guard: &QueryGuard,
+    ) -> Result<SendableRecordBatchStream, PgError> {
+        let df = self
+            .ctx
+            .execute_logical_plan(plan)
+            .await
+            .map_err(|e| from_datafusion(&e, sql))?;
         let task_ctx = Arc::new(df.task_ctx());
-        let physical = df.create_physical_plan().await.map_err(|e| from_datafusion(&e, sql))?;
-        let physical = super::cancel::wrap(physical, guard).map_err(|e| from_datafusion(&e, sql))?;
+        let physical = df
+            .create_physical_plan()
+            .await
+            .map_err(|e| from_datafusion(&e, sql))?;
+        let physical =
+            super::cancel::wrap(physical, guard).map_err(|e| from_datafusion(&e, sql))?;
         let stream = sundial_query::datafusion::physical_plan::execute_stream(physical, task_ctx)
             .map_err(|e| from_datafusion(&e, sql))?;
         Ok(super::cancel::spawn_stream(stream))
@@ -834,6 +865,7 @@ fn copy_format(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<Co
             CopyOption::Format(name) => match name.value.to_lowercase().as_str() {
                 "csv" => f.csv = true,
                 "text" => f.csv = false,
+                "binary" => f.binary = true,
                 other => {
                     return Err(PgError::unsupported(format!(
                         "COPY format {other} is not supported (text and csv are)"

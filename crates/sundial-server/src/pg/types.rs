@@ -35,7 +35,7 @@ use sundial_query::datafusion::common::ScalarValue;
 use super::errors::{PgError, code};
 
 /// Microseconds from the Unix epoch to PostgreSQL's epoch, 2000-01-01.
-const PG_EPOCH_US: i64 = 946_684_800_000_000;
+pub const PG_EPOCH_US: i64 = 946_684_800_000_000;
 /// Days from the Unix epoch to 2000-01-01.
 const PG_EPOCH_DAYS: i32 = 10_957;
 
@@ -489,6 +489,11 @@ pub fn numeric_binary(s: &str, buf: &mut BytesMut) {
     for g in groups {
         buf.put_i16(g);
     }
+}
+
+/// Decimal text of a binary `numeric` value.
+pub fn numeric_text(b: &[u8]) -> Option<String> {
+    numeric_from_binary(b)
 }
 
 fn numeric_from_binary(b: &[u8]) -> Option<String> {
