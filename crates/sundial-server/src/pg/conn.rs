@@ -50,6 +50,12 @@ const OUT_FLUSH_BYTES: usize = 256 * 1024;
 const READ_AHEAD_BYTES_MAX: usize = 1024 * 1024;
 /// Characters of a query kept for `pg_stat_activity`.
 const ACTIVITY_QUERY_CHARS_MAX: usize = 1024;
+/// Named prepared statements one connection may hold (each holds a plan).
+pub const STATEMENTS_PER_CONNECTION_MAX: usize = 10_000;
+/// Open portals one connection may hold (a suspended portal holds a running query).
+pub const PORTALS_PER_CONNECTION_MAX: usize = 1_000;
+/// Time a client has to finish start-up and authentication, as PostgreSQL's `authentication_timeout`.
+pub const STARTUP_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Why the connection ends.
 #[derive(Debug)]
@@ -133,7 +139,7 @@ pub(super) async fn run(
         copy: None,
         discard: 0,
     };
-    let result = c.serve(over_limit).await;
+    let result = c.serve_with_timeout(over_limit).await;
     if c.pid != 0 {
         server.registry.unregister(c.pid);
     }
@@ -230,7 +236,7 @@ impl Conn {
         Err(End::Closed)
     }
 
-    async fn serve(&mut self, over_limit: bool) -> Result<(), End> {
+    async fn startup_phase(&mut self, over_limit: bool, started: &mut bool) -> Result<(), End> {
         let startup = loop {
             let f = match self.next_frame(Phase::Startup).await? {
                 Ok(f) => f,
@@ -268,7 +274,29 @@ impl Conn {
                 .await;
         }
         self.start_session(startup).await?;
-        self.message_loop().await
+        *started = true;
+        Ok(())
+    }
+
+    /// Start-up and authentication, under [`STARTUP_TIMEOUT`].
+    async fn serve_with_timeout(&mut self, over_limit: bool) -> Result<(), End> {
+        let mut started = false;
+        let r = tokio::time::timeout(
+            STARTUP_TIMEOUT,
+            self.startup_phase(over_limit, &mut started),
+        )
+        .await;
+        match r {
+            Ok(Ok(())) if started => self.message_loop().await,
+            Ok(other) => other,
+            Err(_) => {
+                self.fatal(PgError::new(
+                    "08006",
+                    "start-up timed out (STARTUP_TIMEOUT)",
+                ))
+                .await
+            }
+        }
     }
 
     async fn start_session(&mut self, s: Startup) -> Result<(), End> {
@@ -836,6 +864,14 @@ impl Conn {
             },
             Some(st) => self.session().prepare(st, &query, declared).await?,
         };
+        if !name.is_empty() && self.statements.len() >= STATEMENTS_PER_CONNECTION_MAX {
+            return Err(PgError::new(
+                code::PROGRAM_LIMIT_EXCEEDED,
+                format!(
+                    "more than {STATEMENTS_PER_CONNECTION_MAX} prepared statements on one connection (STATEMENTS_PER_CONNECTION_MAX); close unused ones"
+                ),
+            ));
+        }
         self.statements.insert(name, Arc::new(prepared));
         self.send(B::ParseComplete(ParseComplete::new()));
         Ok(())
@@ -858,6 +894,17 @@ impl Conn {
         let n = statement.fields.as_ref().map_or(0, Vec::len);
         let formats = Format::from_codes(&b.result_column_format_codes, n)?;
         let pname = b.portal_name.unwrap_or_default();
+        if !pname.is_empty()
+            && self.portals.len() >= PORTALS_PER_CONNECTION_MAX
+            && !self.portals.contains_key(&pname)
+        {
+            return Err(PgError::new(
+                code::PROGRAM_LIMIT_EXCEEDED,
+                format!(
+                    "more than {PORTALS_PER_CONNECTION_MAX} open portals on one connection (PORTALS_PER_CONNECTION_MAX); close unused ones"
+                ),
+            ));
+        }
         self.portals.insert(
             pname,
             Portal {
