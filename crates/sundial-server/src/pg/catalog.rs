@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use DataType::{Boolean as B, Int64 as I, Utf8 as S};
 use async_trait::async_trait;
 use parking_lot::Mutex;
 use sundial_query::datafusion::arrow::array::{ArrayRef, RecordBatch};
@@ -27,7 +28,7 @@ use sundial_query::datafusion::logical_expr::{
     Volatility,
 };
 use sundial_storage::Engine;
-use sundial_storage::catalog::ColumnKind;
+use sundial_storage::catalog::{ColumnKind, DbCatalog};
 use sundial_storage::types::FieldType;
 
 use super::types;
@@ -300,479 +301,19 @@ type Rows = Vec<Vec<ScalarValue>>;
 
 impl PgCatalogSchema {
     fn build(&self, name: &str) -> Option<(SchemaRef, Rows)> {
-        use DataType::{Boolean as B, Int64 as I, Utf8 as S};
-        let ts = DataType::Timestamp(TimeUnit::Nanosecond, Some("+00:00".into()));
         let cat = self.engine.catalog();
         let dbs = cat.dbs();
         Some(match name {
-            // information_schema, PostgreSQL flavoured (type names as PostgreSQL spells them; Grafana picks
-            // time columns by them).
-            "tables" => {
-                let sch = schema_of(&[
-                    ("table_catalog", S),
-                    ("table_schema", S),
-                    ("table_name", S),
-                    ("table_type", S),
-                ]);
-                let mut rows = Vec::new();
-                for d in &dbs {
-                    for t in d.tables() {
-                        rows.push(vec![s(&d.name), s(&d.name), s(&t.name), s("BASE TABLE")]);
-                    }
-                }
-                (sch, rows)
-            }
-            "schemata" => {
-                let sch =
-                    schema_of(&[("catalog_name", S), ("schema_name", S), ("schema_owner", S)]);
-                let mut rows: Rows = dbs
-                    .iter()
-                    .map(|d| vec![s(&d.name), s(&d.name), s(OWNER_NAME)])
-                    .collect();
-                rows.push(vec![s(&self.facts.db), s("pg_catalog"), s(OWNER_NAME)]);
-                rows.push(vec![
-                    s(&self.facts.db),
-                    s("information_schema"),
-                    s(OWNER_NAME),
-                ]);
-                (sch, rows)
-            }
-            "columns" => {
-                let sch = schema_of(&[
-                    ("table_catalog", S),
-                    ("table_schema", S),
-                    ("table_name", S),
-                    ("column_name", S),
-                    ("ordinal_position", I),
-                    ("column_default", S),
-                    ("is_nullable", S),
-                    ("data_type", S),
-                    ("udt_name", S),
-                ]);
-                let mut rows = Vec::new();
-                for d in &dbs {
-                    for t in d.tables() {
-                        let mut cols: Vec<(&str, Option<ColumnKind>)> = t
-                            .columns()
-                            .iter()
-                            .filter(|c| &*c.name != "time")
-                            .map(|c| (&*c.name, Some(c.kind)))
-                            .collect();
-                        cols.sort_by(|a, b| a.0.cmp(b.0));
-                        cols.insert(0, ("time", None));
-                        for (n, (cname, kind)) in cols.iter().enumerate() {
-                            let oid = column_type_oid(*kind);
-                            let udt = TYPES
-                                .iter()
-                                .find(|t| t.0 == oid)
-                                .map(|t| t.1)
-                                .unwrap_or("text");
-                            rows.push(vec![
-                                s(&d.name),
-                                s(&d.name),
-                                s(&t.name),
-                                s(cname),
-                                i(n as i64 + 1),
-                                null(),
-                                s(if kind.is_none() { "NO" } else { "YES" }),
-                                s(format_type_name(oid).unwrap_or("text")),
-                                s(udt),
-                            ]);
-                        }
-                    }
-                }
-                (sch, rows)
-            }
-            "pg_namespace" => {
-                let sch = schema_of(&[("oid", I), ("nspname", S), ("nspowner", I), ("nspacl", S)]);
-                let mut rows = vec![
-                    vec![i(PG_CATALOG_OID), s("pg_catalog"), i(OWNER_OID), null()],
-                    vec![
-                        i(INFORMATION_SCHEMA_OID),
-                        s("information_schema"),
-                        i(OWNER_OID),
-                        null(),
-                    ],
-                ];
-                rows.extend(
-                    dbs.iter()
-                        .map(|d| vec![i(db_oid(d.id)), s(&d.name), i(OWNER_OID), null()]),
-                );
-                (sch, rows)
-            }
-            "pg_class" | "pg_tables" => {
-                let mut rows = Vec::new();
-                for d in &dbs {
-                    for t in d.tables() {
-                        rows.push((d, t));
-                    }
-                }
-                if name == "pg_tables" {
-                    let sch = schema_of(&[
-                        ("schemaname", S),
-                        ("tablename", S),
-                        ("tableowner", S),
-                        ("tablespace", S),
-                        ("hasindexes", B),
-                        ("hasrules", B),
-                        ("hastriggers", B),
-                        ("rowsecurity", B),
-                    ]);
-                    let rows = rows
-                        .iter()
-                        .map(|(d, t)| {
-                            vec![
-                                s(&d.name),
-                                s(&t.name),
-                                s(OWNER_NAME),
-                                null(),
-                                b(false),
-                                b(false),
-                                b(false),
-                                b(false),
-                            ]
-                        })
-                        .collect();
-                    return Some((sch, rows));
-                }
-                let sch = schema_of(&[
-                    ("oid", I),
-                    ("relname", S),
-                    ("relnamespace", I),
-                    ("reltype", I),
-                    ("reloftype", I),
-                    ("relowner", I),
-                    ("relam", I),
-                    ("relfilenode", I),
-                    ("reltablespace", I),
-                    ("relpages", I),
-                    ("reltuples", DataType::Float64),
-                    ("relallvisible", I),
-                    ("reltoastrelid", I),
-                    ("relhasindex", B),
-                    ("relisshared", B),
-                    ("relpersistence", S),
-                    ("relkind", S),
-                    ("relnatts", I),
-                    ("relchecks", I),
-                    ("relhasrules", B),
-                    ("relhastriggers", B),
-                    ("relhassubclass", B),
-                    ("relrowsecurity", B),
-                    ("relforcerowsecurity", B),
-                    ("relispopulated", B),
-                    ("relreplident", S),
-                    ("relispartition", B),
-                    ("relrewrite", I),
-                    ("relfrozenxid", I),
-                    ("relminmxid", I),
-                    ("relacl", S),
-                    ("reloptions", S),
-                    ("relpartbound", S),
-                ]);
-                let rows = rows
-                    .iter()
-                    .map(|(d, t)| {
-                        vec![
-                            i(table_oid(t.id)),
-                            s(&t.name),
-                            i(db_oid(d.id)),
-                            i(0),
-                            i(0),
-                            i(OWNER_OID),
-                            i(2),
-                            i(0),
-                            i(0),
-                            i(0),
-                            ScalarValue::Float64(Some(-1.0)),
-                            i(0),
-                            i(0),
-                            b(false),
-                            b(false),
-                            s("p"),
-                            s("r"),
-                            i(t.columns().len() as i64 + 1),
-                            i(0),
-                            b(false),
-                            b(false),
-                            b(false),
-                            b(false),
-                            b(false),
-                            b(true),
-                            s("d"),
-                            b(false),
-                            i(0),
-                            i(0),
-                            i(0),
-                            null(),
-                            null(),
-                            null(),
-                        ]
-                    })
-                    .collect();
-                (sch, rows)
-            }
-            "pg_attribute" => {
-                let sch = schema_of(&[
-                    ("attrelid", I),
-                    ("attname", S),
-                    ("atttypid", I),
-                    ("attstattarget", I),
-                    ("attlen", I),
-                    ("attnum", I),
-                    ("attndims", I),
-                    ("attcacheoff", I),
-                    ("atttypmod", I),
-                    ("attbyval", B),
-                    ("attalign", S),
-                    ("attstorage", S),
-                    ("attcompression", S),
-                    ("attnotnull", B),
-                    ("atthasdef", B),
-                    ("atthasmissing", B),
-                    ("attidentity", S),
-                    ("attgenerated", S),
-                    ("attisdropped", B),
-                    ("attislocal", B),
-                    ("attinhcount", I),
-                    ("attcollation", I),
-                    ("attacl", S),
-                    ("attoptions", S),
-                    ("attfdwoptions", S),
-                    ("attmissingval", S),
-                ]);
-                let mut rows = Vec::new();
-                for d in &dbs {
-                    for t in d.tables() {
-                        let mut cols: Vec<(&str, Option<ColumnKind>)> = t
-                            .columns()
-                            .iter()
-                            .filter(|c| &*c.name != "time")
-                            .map(|c| (&*c.name, Some(c.kind)))
-                            .collect();
-                        cols.sort_by(|a, b| a.0.cmp(b.0));
-                        cols.insert(0, ("time", None));
-                        for (n, (cname, kind)) in cols.iter().enumerate() {
-                            let oid = column_type_oid(*kind);
-                            let len = TYPES.iter().find(|t| t.0 == oid).map(|t| t.3).unwrap_or(-1);
-                            rows.push(vec![
-                                i(table_oid(t.id)),
-                                s(cname),
-                                i(oid),
-                                i(-1),
-                                i(len),
-                                i(n as i64 + 1),
-                                i(0),
-                                i(-1),
-                                i(-1),
-                                b(len > 0),
-                                s("d"),
-                                s("p"),
-                                s(""),
-                                b(kind.is_none()),
-                                b(false),
-                                b(false),
-                                s(""),
-                                s(""),
-                                b(false),
-                                b(true),
-                                i(0),
-                                i(if oid == 25 { 100 } else { 0 }),
-                                null(),
-                                null(),
-                                null(),
-                                null(),
-                            ]);
-                        }
-                    }
-                }
-                (sch, rows)
-            }
-            "pg_type" => {
-                let sch = schema_of(&[
-                    ("oid", I),
-                    ("typname", S),
-                    ("typnamespace", I),
-                    ("typowner", I),
-                    ("typlen", I),
-                    ("typbyval", B),
-                    ("typtype", S),
-                    ("typcategory", S),
-                    ("typispreferred", B),
-                    ("typisdefined", B),
-                    ("typdelim", S),
-                    ("typrelid", I),
-                    ("typelem", I),
-                    ("typarray", I),
-                    ("typinput", S),
-                    ("typoutput", S),
-                    ("typreceive", S),
-                    ("typsend", S),
-                    ("typbasetype", I),
-                    ("typtypmod", I),
-                    ("typndims", I),
-                    ("typcollation", I),
-                    ("typnotnull", B),
-                    ("typdefault", S),
-                    ("typacl", S),
-                ]);
-                let rows = TYPES
-                    .iter()
-                    .map(|(oid, name, _, len, cat)| {
-                        vec![
-                            i(*oid),
-                            s(name),
-                            i(PG_CATALOG_OID),
-                            i(OWNER_OID),
-                            i(*len),
-                            b(*len > 0 && *len <= 8),
-                            s("b"),
-                            s(cat),
-                            b(false),
-                            b(true),
-                            s(","),
-                            i(0),
-                            i(0),
-                            i(0),
-                            s(&format!("{name}in")),
-                            s(&format!("{name}out")),
-                            s(&format!("{name}recv")),
-                            s(&format!("{name}send")),
-                            i(0),
-                            i(-1),
-                            i(0),
-                            i(if *oid == 25 { 100 } else { 0 }),
-                            b(false),
-                            null(),
-                            null(),
-                        ]
-                    })
-                    .collect();
-                (sch, rows)
-            }
-            "pg_database" => {
-                let sch = schema_of(&[
-                    ("oid", I),
-                    ("datname", S),
-                    ("datdba", I),
-                    ("encoding", I),
-                    ("datlocprovider", S),
-                    ("datistemplate", B),
-                    ("datallowconn", B),
-                    ("datconnlimit", I),
-                    ("datcollate", S),
-                    ("datctype", S),
-                    ("daticulocale", S),
-                    ("daticurules", S),
-                    ("datcollversion", S),
-                    ("datacl", S),
-                    ("dattablespace", I),
-                ]);
-                let rows = dbs
-                    .iter()
-                    .map(|d| {
-                        vec![
-                            i(db_oid(d.id)),
-                            s(&d.name),
-                            i(OWNER_OID),
-                            i(6),
-                            s("c"),
-                            b(false),
-                            b(true),
-                            i(-1),
-                            s("C"),
-                            s("C"),
-                            null(),
-                            null(),
-                            null(),
-                            null(),
-                            i(1663),
-                        ]
-                    })
-                    .collect();
-                (sch, rows)
-            }
-            "pg_roles" | "pg_user" | "pg_authid" => {
-                let sch = schema_of(&[
-                    ("oid", I),
-                    ("rolname", S),
-                    ("usename", S),
-                    ("usesysid", I),
-                    ("rolsuper", B),
-                    ("usesuper", B),
-                    ("rolinherit", B),
-                    ("rolcreaterole", B),
-                    ("rolcreatedb", B),
-                    ("usecreatedb", B),
-                    ("rolcanlogin", B),
-                    ("rolreplication", B),
-                    ("rolconnlimit", I),
-                    ("rolpassword", S),
-                    ("rolvaliduntil", ts.clone()),
-                    ("rolbypassrls", B),
-                    ("rolconfig", S),
-                ]);
-                let mut names = vec![OWNER_NAME.to_string()];
-                if self.facts.user != OWNER_NAME {
-                    names.push(self.facts.user.clone());
-                }
-                let rows = names
-                    .iter()
-                    .enumerate()
-                    .map(|(n, u)| {
-                        let oid = if n == 0 { OWNER_OID } else { OWNER_OID + 1 };
-                        vec![
-                            i(oid),
-                            s(u),
-                            s(u),
-                            i(oid),
-                            b(true),
-                            b(true),
-                            b(true),
-                            b(true),
-                            b(true),
-                            b(true),
-                            b(true),
-                            b(false),
-                            i(-1),
-                            s("********"),
-                            ScalarValue::TimestampNanosecond(None, Some("+00:00".into())),
-                            b(true),
-                            null(),
-                        ]
-                    })
-                    .collect();
-                (sch, rows)
-            }
-            "pg_settings" => {
-                let sch = schema_of(&[
-                    ("name", S),
-                    ("setting", S),
-                    ("unit", S),
-                    ("category", S),
-                    ("short_desc", S),
-                    ("context", S),
-                    ("vartype", S),
-                    ("source", S),
-                ]);
-                let settings = self.facts.settings.lock().clone();
-                let rows = settings
-                    .iter()
-                    .map(|(k, v)| {
-                        vec![
-                            s(k),
-                            s(v),
-                            null(),
-                            s("Sundial"),
-                            s(""),
-                            s("user"),
-                            s("string"),
-                            s("session"),
-                        ]
-                    })
-                    .collect();
-                (sch, rows)
-            }
+            "tables" => self.build_tables(&dbs),
+            "schemata" => self.build_schemata(&dbs),
+            "columns" => self.build_columns(&dbs),
+            "pg_namespace" => self.build_namespace(&dbs),
+            "pg_class" | "pg_tables" => self.build_class(&dbs, name),
+            "pg_attribute" => self.build_attribute(&dbs),
+            "pg_type" => self.build_type(),
+            "pg_database" => self.build_database(&dbs),
+            "pg_roles" | "pg_user" | "pg_authid" => self.build_roles(),
+            "pg_settings" => self.build_settings(),
             "pg_am" => (
                 schema_of(&[("oid", I), ("amname", S), ("amhandler", S), ("amtype", S)]),
                 vec![vec![i(2), s("heap"), s("heap_tableam_handler"), s("t")]],
@@ -787,60 +328,541 @@ impl PgCatalogSchema {
                 ]),
                 vec![vec![i(1663), s("pg_default"), i(OWNER_OID), null(), null()]],
             ),
-            "pg_stat_activity" => {
-                let sch = schema_of(&[
-                    ("datid", I),
-                    ("datname", S),
-                    ("pid", I),
-                    ("usesysid", I),
-                    ("usename", S),
-                    ("application_name", S),
-                    ("client_addr", S),
-                    ("client_port", I),
-                    ("backend_start", ts.clone()),
-                    ("query_start", ts.clone()),
-                    ("state_change", ts.clone()),
-                    ("wait_event_type", S),
-                    ("wait_event", S),
-                    ("state", S),
-                    ("query", S),
-                    ("backend_type", S),
-                ]);
-                let rows = self
-                    .facts
-                    .registry
-                    .snapshot()
-                    .into_iter()
-                    .map(|a| {
-                        let tsv = |v: Option<i64>| {
-                            ScalarValue::TimestampNanosecond(v, Some("+00:00".into()))
-                        };
-                        let datid = cat.db(&a.db).map(|d| db_oid(d.id)).unwrap_or(0);
-                        vec![
-                            i(datid),
-                            s(&a.db),
-                            i(a.pid as i64),
-                            i(OWNER_OID),
-                            s(&a.user),
-                            s(&a.application_name),
-                            s(&a.client_addr),
-                            i(a.client_port as i64),
-                            tsv(Some(a.backend_start_ns)),
-                            tsv(a.query_start_ns),
-                            tsv(a.state_change_ns),
-                            null(),
-                            null(),
-                            s(a.state),
-                            s(&a.query),
-                            s("client backend"),
-                        ]
-                    })
-                    .collect();
-                (sch, rows)
-            }
+            "pg_stat_activity" => self.build_stat_activity(),
             other if EMPTY_TABLES.contains(&other) => (empty_schema(other), Vec::new()),
             _ => return None,
         })
+    }
+
+    /// information_schema, PostgreSQL flavoured (type names as PostgreSQL spells them; Grafana picks
+    /// time columns by them).
+    fn build_tables(&self, dbs: &[&DbCatalog]) -> (SchemaRef, Rows) {
+        let sch = schema_of(&[
+            ("table_catalog", S),
+            ("table_schema", S),
+            ("table_name", S),
+            ("table_type", S),
+        ]);
+        let mut rows = Vec::new();
+        for d in dbs {
+            for t in d.tables() {
+                rows.push(vec![s(&d.name), s(&d.name), s(&t.name), s("BASE TABLE")]);
+            }
+        }
+        (sch, rows)
+    }
+
+    fn build_schemata(&self, dbs: &[&DbCatalog]) -> (SchemaRef, Rows) {
+        let sch = schema_of(&[("catalog_name", S), ("schema_name", S), ("schema_owner", S)]);
+        let mut rows: Rows = dbs
+            .iter()
+            .map(|d| vec![s(&d.name), s(&d.name), s(OWNER_NAME)])
+            .collect();
+        rows.push(vec![s(&self.facts.db), s("pg_catalog"), s(OWNER_NAME)]);
+        rows.push(vec![
+            s(&self.facts.db),
+            s("information_schema"),
+            s(OWNER_NAME),
+        ]);
+        (sch, rows)
+    }
+
+    fn build_columns(&self, dbs: &[&DbCatalog]) -> (SchemaRef, Rows) {
+        let sch = schema_of(&[
+            ("table_catalog", S),
+            ("table_schema", S),
+            ("table_name", S),
+            ("column_name", S),
+            ("ordinal_position", I),
+            ("column_default", S),
+            ("is_nullable", S),
+            ("data_type", S),
+            ("udt_name", S),
+        ]);
+        let mut rows = Vec::new();
+        for d in dbs {
+            for t in d.tables() {
+                let mut cols: Vec<(&str, Option<ColumnKind>)> = t
+                    .columns()
+                    .iter()
+                    .filter(|c| &*c.name != "time")
+                    .map(|c| (&*c.name, Some(c.kind)))
+                    .collect();
+                cols.sort_by(|a, b| a.0.cmp(b.0));
+                cols.insert(0, ("time", None));
+                for (n, (cname, kind)) in cols.iter().enumerate() {
+                    let oid = column_type_oid(*kind);
+                    let udt = TYPES
+                        .iter()
+                        .find(|t| t.0 == oid)
+                        .map(|t| t.1)
+                        .unwrap_or("text");
+                    rows.push(vec![
+                        s(&d.name),
+                        s(&d.name),
+                        s(&t.name),
+                        s(cname),
+                        i(n as i64 + 1),
+                        null(),
+                        s(if kind.is_none() { "NO" } else { "YES" }),
+                        s(format_type_name(oid).unwrap_or("text")),
+                        s(udt),
+                    ]);
+                }
+            }
+        }
+        (sch, rows)
+    }
+
+    fn build_namespace(&self, dbs: &[&DbCatalog]) -> (SchemaRef, Rows) {
+        let sch = schema_of(&[("oid", I), ("nspname", S), ("nspowner", I), ("nspacl", S)]);
+        let mut rows = vec![
+            vec![i(PG_CATALOG_OID), s("pg_catalog"), i(OWNER_OID), null()],
+            vec![
+                i(INFORMATION_SCHEMA_OID),
+                s("information_schema"),
+                i(OWNER_OID),
+                null(),
+            ],
+        ];
+        rows.extend(
+            dbs.iter()
+                .map(|d| vec![i(db_oid(d.id)), s(&d.name), i(OWNER_OID), null()]),
+        );
+        (sch, rows)
+    }
+
+    fn build_class(&self, dbs: &[&DbCatalog], name: &str) -> (SchemaRef, Rows) {
+        let mut rows = Vec::new();
+        for d in dbs {
+            for t in d.tables() {
+                rows.push((d, t));
+            }
+        }
+        if name == "pg_tables" {
+            let sch = schema_of(&[
+                ("schemaname", S),
+                ("tablename", S),
+                ("tableowner", S),
+                ("tablespace", S),
+                ("hasindexes", B),
+                ("hasrules", B),
+                ("hastriggers", B),
+                ("rowsecurity", B),
+            ]);
+            let rows = rows
+                .iter()
+                .map(|(d, t)| {
+                    vec![
+                        s(&d.name),
+                        s(&t.name),
+                        s(OWNER_NAME),
+                        null(),
+                        b(false),
+                        b(false),
+                        b(false),
+                        b(false),
+                    ]
+                })
+                .collect();
+            return (sch, rows);
+        }
+        let sch = schema_of(&[
+            ("oid", I),
+            ("relname", S),
+            ("relnamespace", I),
+            ("reltype", I),
+            ("reloftype", I),
+            ("relowner", I),
+            ("relam", I),
+            ("relfilenode", I),
+            ("reltablespace", I),
+            ("relpages", I),
+            ("reltuples", DataType::Float64),
+            ("relallvisible", I),
+            ("reltoastrelid", I),
+            ("relhasindex", B),
+            ("relisshared", B),
+            ("relpersistence", S),
+            ("relkind", S),
+            ("relnatts", I),
+            ("relchecks", I),
+            ("relhasrules", B),
+            ("relhastriggers", B),
+            ("relhassubclass", B),
+            ("relrowsecurity", B),
+            ("relforcerowsecurity", B),
+            ("relispopulated", B),
+            ("relreplident", S),
+            ("relispartition", B),
+            ("relrewrite", I),
+            ("relfrozenxid", I),
+            ("relminmxid", I),
+            ("relacl", S),
+            ("reloptions", S),
+            ("relpartbound", S),
+        ]);
+        let rows = rows
+            .iter()
+            .map(|(d, t)| {
+                vec![
+                    i(table_oid(t.id)),
+                    s(&t.name),
+                    i(db_oid(d.id)),
+                    i(0),
+                    i(0),
+                    i(OWNER_OID),
+                    i(2),
+                    i(0),
+                    i(0),
+                    i(0),
+                    ScalarValue::Float64(Some(-1.0)),
+                    i(0),
+                    i(0),
+                    b(false),
+                    b(false),
+                    s("p"),
+                    s("r"),
+                    i(t.columns().len() as i64 + 1),
+                    i(0),
+                    b(false),
+                    b(false),
+                    b(false),
+                    b(false),
+                    b(false),
+                    b(true),
+                    s("d"),
+                    b(false),
+                    i(0),
+                    i(0),
+                    i(0),
+                    null(),
+                    null(),
+                    null(),
+                ]
+            })
+            .collect();
+        (sch, rows)
+    }
+
+    fn build_attribute(&self, dbs: &[&DbCatalog]) -> (SchemaRef, Rows) {
+        let sch = schema_of(&[
+            ("attrelid", I),
+            ("attname", S),
+            ("atttypid", I),
+            ("attstattarget", I),
+            ("attlen", I),
+            ("attnum", I),
+            ("attndims", I),
+            ("attcacheoff", I),
+            ("atttypmod", I),
+            ("attbyval", B),
+            ("attalign", S),
+            ("attstorage", S),
+            ("attcompression", S),
+            ("attnotnull", B),
+            ("atthasdef", B),
+            ("atthasmissing", B),
+            ("attidentity", S),
+            ("attgenerated", S),
+            ("attisdropped", B),
+            ("attislocal", B),
+            ("attinhcount", I),
+            ("attcollation", I),
+            ("attacl", S),
+            ("attoptions", S),
+            ("attfdwoptions", S),
+            ("attmissingval", S),
+        ]);
+        let mut rows = Vec::new();
+        for d in dbs {
+            for t in d.tables() {
+                let mut cols: Vec<(&str, Option<ColumnKind>)> = t
+                    .columns()
+                    .iter()
+                    .filter(|c| &*c.name != "time")
+                    .map(|c| (&*c.name, Some(c.kind)))
+                    .collect();
+                cols.sort_by(|a, b| a.0.cmp(b.0));
+                cols.insert(0, ("time", None));
+                for (n, (cname, kind)) in cols.iter().enumerate() {
+                    let oid = column_type_oid(*kind);
+                    let len = TYPES.iter().find(|t| t.0 == oid).map(|t| t.3).unwrap_or(-1);
+                    rows.push(vec![
+                        i(table_oid(t.id)),
+                        s(cname),
+                        i(oid),
+                        i(-1),
+                        i(len),
+                        i(n as i64 + 1),
+                        i(0),
+                        i(-1),
+                        i(-1),
+                        b(len > 0),
+                        s("d"),
+                        s("p"),
+                        s(""),
+                        b(kind.is_none()),
+                        b(false),
+                        b(false),
+                        s(""),
+                        s(""),
+                        b(false),
+                        b(true),
+                        i(0),
+                        i(if oid == 25 { 100 } else { 0 }),
+                        null(),
+                        null(),
+                        null(),
+                        null(),
+                    ]);
+                }
+            }
+        }
+        (sch, rows)
+    }
+
+    fn build_type(&self) -> (SchemaRef, Rows) {
+        let sch = schema_of(&[
+            ("oid", I),
+            ("typname", S),
+            ("typnamespace", I),
+            ("typowner", I),
+            ("typlen", I),
+            ("typbyval", B),
+            ("typtype", S),
+            ("typcategory", S),
+            ("typispreferred", B),
+            ("typisdefined", B),
+            ("typdelim", S),
+            ("typrelid", I),
+            ("typelem", I),
+            ("typarray", I),
+            ("typinput", S),
+            ("typoutput", S),
+            ("typreceive", S),
+            ("typsend", S),
+            ("typbasetype", I),
+            ("typtypmod", I),
+            ("typndims", I),
+            ("typcollation", I),
+            ("typnotnull", B),
+            ("typdefault", S),
+            ("typacl", S),
+        ]);
+        let rows = TYPES
+            .iter()
+            .map(|(oid, name, _, len, cat)| {
+                vec![
+                    i(*oid),
+                    s(name),
+                    i(PG_CATALOG_OID),
+                    i(OWNER_OID),
+                    i(*len),
+                    b(*len > 0 && *len <= 8),
+                    s("b"),
+                    s(cat),
+                    b(false),
+                    b(true),
+                    s(","),
+                    i(0),
+                    i(0),
+                    i(0),
+                    s(&format!("{name}in")),
+                    s(&format!("{name}out")),
+                    s(&format!("{name}recv")),
+                    s(&format!("{name}send")),
+                    i(0),
+                    i(-1),
+                    i(0),
+                    i(if *oid == 25 { 100 } else { 0 }),
+                    b(false),
+                    null(),
+                    null(),
+                ]
+            })
+            .collect();
+        (sch, rows)
+    }
+
+    fn build_database(&self, dbs: &[&DbCatalog]) -> (SchemaRef, Rows) {
+        let sch = schema_of(&[
+            ("oid", I),
+            ("datname", S),
+            ("datdba", I),
+            ("encoding", I),
+            ("datlocprovider", S),
+            ("datistemplate", B),
+            ("datallowconn", B),
+            ("datconnlimit", I),
+            ("datcollate", S),
+            ("datctype", S),
+            ("daticulocale", S),
+            ("daticurules", S),
+            ("datcollversion", S),
+            ("datacl", S),
+            ("dattablespace", I),
+        ]);
+        let rows = dbs
+            .iter()
+            .map(|d| {
+                vec![
+                    i(db_oid(d.id)),
+                    s(&d.name),
+                    i(OWNER_OID),
+                    i(6),
+                    s("c"),
+                    b(false),
+                    b(true),
+                    i(-1),
+                    s("C"),
+                    s("C"),
+                    null(),
+                    null(),
+                    null(),
+                    null(),
+                    i(1663),
+                ]
+            })
+            .collect();
+        (sch, rows)
+    }
+
+    fn build_roles(&self) -> (SchemaRef, Rows) {
+        let ts = DataType::Timestamp(TimeUnit::Nanosecond, Some("+00:00".into()));
+        let sch = schema_of(&[
+            ("oid", I),
+            ("rolname", S),
+            ("usename", S),
+            ("usesysid", I),
+            ("rolsuper", B),
+            ("usesuper", B),
+            ("rolinherit", B),
+            ("rolcreaterole", B),
+            ("rolcreatedb", B),
+            ("usecreatedb", B),
+            ("rolcanlogin", B),
+            ("rolreplication", B),
+            ("rolconnlimit", I),
+            ("rolpassword", S),
+            ("rolvaliduntil", ts.clone()),
+            ("rolbypassrls", B),
+            ("rolconfig", S),
+        ]);
+        let mut names = vec![OWNER_NAME.to_string()];
+        if self.facts.user != OWNER_NAME {
+            names.push(self.facts.user.clone());
+        }
+        let rows = names
+            .iter()
+            .enumerate()
+            .map(|(n, u)| {
+                let oid = if n == 0 { OWNER_OID } else { OWNER_OID + 1 };
+                vec![
+                    i(oid),
+                    s(u),
+                    s(u),
+                    i(oid),
+                    b(true),
+                    b(true),
+                    b(true),
+                    b(true),
+                    b(true),
+                    b(true),
+                    b(true),
+                    b(false),
+                    i(-1),
+                    s("********"),
+                    ScalarValue::TimestampNanosecond(None, Some("+00:00".into())),
+                    b(true),
+                    null(),
+                ]
+            })
+            .collect();
+        (sch, rows)
+    }
+
+    fn build_settings(&self) -> (SchemaRef, Rows) {
+        let sch = schema_of(&[
+            ("name", S),
+            ("setting", S),
+            ("unit", S),
+            ("category", S),
+            ("short_desc", S),
+            ("context", S),
+            ("vartype", S),
+            ("source", S),
+        ]);
+        let settings = self.facts.settings.lock().clone();
+        let rows = settings
+            .iter()
+            .map(|(k, v)| {
+                vec![
+                    s(k),
+                    s(v),
+                    null(),
+                    s("Sundial"),
+                    s(""),
+                    s("user"),
+                    s("string"),
+                    s("session"),
+                ]
+            })
+            .collect();
+        (sch, rows)
+    }
+
+    fn build_stat_activity(&self) -> (SchemaRef, Rows) {
+        let ts = DataType::Timestamp(TimeUnit::Nanosecond, Some("+00:00".into()));
+        let cat = self.engine.catalog();
+        let sch = schema_of(&[
+            ("datid", I),
+            ("datname", S),
+            ("pid", I),
+            ("usesysid", I),
+            ("usename", S),
+            ("application_name", S),
+            ("client_addr", S),
+            ("client_port", I),
+            ("backend_start", ts.clone()),
+            ("query_start", ts.clone()),
+            ("state_change", ts.clone()),
+            ("wait_event_type", S),
+            ("wait_event", S),
+            ("state", S),
+            ("query", S),
+            ("backend_type", S),
+        ]);
+        let rows = self
+            .facts
+            .registry
+            .snapshot()
+            .into_iter()
+            .map(|a| {
+                let tsv =
+                    |v: Option<i64>| ScalarValue::TimestampNanosecond(v, Some("+00:00".into()));
+                let datid = cat.db(&a.db).map(|d| db_oid(d.id)).unwrap_or(0);
+                vec![
+                    i(datid),
+                    s(&a.db),
+                    i(a.pid as i64),
+                    i(OWNER_OID),
+                    s(&a.user),
+                    s(&a.application_name),
+                    s(&a.client_addr),
+                    i(a.client_port as i64),
+                    tsv(Some(a.backend_start_ns)),
+                    tsv(a.query_start_ns),
+                    tsv(a.state_change_ns),
+                    null(),
+                    null(),
+                    s(a.state),
+                    s(&a.query),
+                    s("client backend"),
+                ]
+            })
+            .collect();
+        (sch, rows)
     }
 }
 
