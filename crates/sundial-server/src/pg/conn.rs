@@ -698,71 +698,100 @@ impl Conn {
             self.send(B::CommandComplete(CommandComplete::new("SELECT 0".into())));
             return Ok(Ok(()));
         }
-        let (mut source, mut leftover, mut sent) = match portal.running.take() {
+        let running = match portal.running.take() {
             Some(r) => r,
-            None => {
-                let statement = portal.statement.clone();
-                let params = portal.params.clone();
-                let session = self.session.as_mut().expect("session");
-                let guard = super::cancel::QueryGuard {
-                    entry: entry.clone(),
+            None => match self
+                .start_portal(
+                    portal.statement.clone(),
+                    portal.params.clone(),
+                    &entry,
                     generation,
-                };
-                let fut = session.execute(&statement, params, &guard);
-                let outcome =
-                    match guarded(&mut self.rd, &mut self.inbuf, &entry, generation, fut).await {
-                        Ok(Ok(o)) => o,
-                        Ok(Err(e)) => return Ok(Err(e)),
-                        Err(Interrupt::Canceled) => return Ok(Err(PgError::canceled())),
-                        Err(Interrupt::Disconnected) => {
-                            entry.cancel.cancel();
-                            return Err(End::Closed);
-                        }
-                    };
-                match outcome {
-                    Outcome::Command(tag) => {
-                        self.send(B::CommandComplete(CommandComplete::new(tag)));
-                        return Ok(Ok(()));
-                    }
-                    Outcome::Empty => {
-                        self.send(B::EmptyQueryResponse(EmptyQueryResponse::new()));
-                        return Ok(Ok(()));
-                    }
-                    Outcome::CopyIn(copy) => {
-                        let n = copy.target.columns.len() as i16;
-                        let f = i16::from(copy.format.binary);
-                        self.send(B::CopyInResponse(CopyInResponse::new(
-                            f as i8,
-                            n,
-                            vec![f; n as usize],
-                        )));
-                        self.copy = Some(CopyState {
-                            copy,
-                            extended: !describe,
-                        });
-                        return Ok(Ok(()));
-                    }
-                    Outcome::CopyOut {
-                        stream,
-                        types,
-                        format,
-                    } => {
-                        return self
-                            .copy_out(
-                                stream,
-                                &types,
-                                &format,
-                                &entry,
-                                generation,
-                                &portal.statement.sql,
-                            )
-                            .await;
-                    }
-                    Outcome::Stream(s) => (RowSource::Stream(s), None, 0u64),
-                    Outcome::Batches(b) => (RowSource::Batches(b.into()), None, 0u64),
-                }
-            }
+                    describe,
+                )
+                .await?
+            {
+                Ok(Some(source)) => (source, None, 0u64),
+                Ok(None) => return Ok(Ok(())),
+                Err(e) => return Ok(Err(e)),
+            },
         };
+        self.send_rows(portal, running, max_rows, describe, &entry, generation)
+            .await
+    }
+
+    /// Executes a portal's statement. Statements without rows are answered here (`Ok(None)`).
+    async fn start_portal(
+        &mut self,
+        statement: Arc<Prepared>,
+        params: Vec<ScalarValue>,
+        entry: &Arc<SessionEntry>,
+        generation: u64,
+        describe: bool,
+    ) -> Result<Result<Option<RowSource>, PgError>, End> {
+        let session = self.session.as_mut().expect("session");
+        let guard = super::cancel::QueryGuard {
+            entry: entry.clone(),
+            generation,
+        };
+        let fut = session.execute(&statement, params, &guard);
+        let outcome = match guarded(&mut self.rd, &mut self.inbuf, entry, generation, fut).await {
+            Ok(Ok(o)) => o,
+            Ok(Err(e)) => return Ok(Err(e)),
+            Err(i) => return self.interrupted(i, entry).map(|e| Err(e)),
+        };
+        match outcome {
+            Outcome::Stream(s) => return Ok(Ok(Some(RowSource::Stream(s)))),
+            Outcome::Batches(b) => return Ok(Ok(Some(RowSource::Batches(b.into())))),
+            Outcome::Command(tag) => self.send(B::CommandComplete(CommandComplete::new(tag))),
+            Outcome::Empty => self.send(B::EmptyQueryResponse(EmptyQueryResponse::new())),
+            Outcome::CopyIn(copy) => {
+                let n = copy.target.columns.len() as i16;
+                let f = i16::from(copy.format.binary);
+                self.send(B::CopyInResponse(CopyInResponse::new(
+                    f as i8,
+                    n,
+                    vec![f; n as usize],
+                )));
+                self.copy = Some(CopyState {
+                    copy,
+                    extended: !describe,
+                });
+            }
+            Outcome::CopyOut {
+                stream,
+                types,
+                format,
+            } => {
+                return Ok(self
+                    .copy_out(stream, &types, &format, entry, generation, &statement.sql)
+                    .await?
+                    .map(|()| None));
+            }
+        }
+        Ok(Ok(None))
+    }
+
+    /// A canceled query is an error to report; a vanished client ends the connection (and the query).
+    fn interrupted(&self, i: Interrupt, entry: &SessionEntry) -> Result<PgError, End> {
+        match i {
+            Interrupt::Canceled => Ok(PgError::canceled()),
+            Interrupt::Disconnected => {
+                entry.cancel.cancel();
+                Err(End::Closed)
+            }
+        }
+    }
+
+    /// Sends rows up to `max_rows` (0 = all), then CommandComplete, or PortalSuspended keeping the rest.
+    async fn send_rows(
+        &mut self,
+        portal: &mut Portal,
+        (mut source, mut leftover, mut sent): (RowSource, Option<RecordBatch>, u64),
+        max_rows: usize,
+        describe: bool,
+        entry: &Arc<SessionEntry>,
+        generation: u64,
+    ) -> Result<Result<(), PgError>, End> {
         let fields = portal.statement.fields.clone().unwrap_or_default();
         if describe {
             self.send(Self::row_description(&fields, &portal.formats));
@@ -778,46 +807,31 @@ impl Conn {
             }
             let batch = match leftover.take() {
                 Some(b) => b,
-                None => match &mut source {
-                    RowSource::Batches(q) => match q.pop_front() {
-                        Some(b) => b,
-                        None => break,
-                    },
-                    RowSource::Stream(s) => {
-                        match guarded(&mut self.rd, &mut self.inbuf, &entry, generation, s.next())
-                            .await
-                        {
-                            Ok(Some(Ok(b))) => b,
-                            Ok(Some(Err(e))) => {
-                                return Ok(Err(super::errors::from_datafusion(
-                                    &e,
-                                    &portal.statement.sql,
-                                )));
-                            }
-                            Ok(None) => break,
-                            Err(Interrupt::Canceled) => return Ok(Err(PgError::canceled())),
-                            Err(Interrupt::Disconnected) => {
-                                entry.cancel.cancel();
-                                return Err(End::Closed);
-                            }
-                        }
-                    }
+                None => match self
+                    .next_batch(&mut source, entry, generation, &portal.statement.sql)
+                    .await?
+                {
+                    Ok(Some(b)) => b,
+                    Ok(None) => break,
+                    Err(e) => return Ok(Err(e)),
                 },
             };
             if entry.cancel.is_canceled(generation) {
                 return Ok(Err(PgError::canceled()));
             }
-            let take = if max_rows == 0 {
+            let room = if max_rows == 0 {
                 batch.num_rows()
             } else {
-                batch.num_rows().min(max_rows - this_call)
+                max_rows - this_call
             };
+            let take = batch.num_rows().min(room);
             if take < batch.num_rows() {
                 leftover = Some(batch.slice(take, batch.num_rows() - take));
             }
-            let batch = batch.slice(0, take);
             rows.clear();
-            if let Err(e) = types::encode_batch(&batch, &portal.formats, &types, &mut rows) {
+            if let Err(e) =
+                types::encode_batch(&batch.slice(0, take), &portal.formats, &types, &mut rows)
+            {
                 return Ok(Err(e));
             }
             for r in rows.drain(..) {
@@ -830,9 +844,30 @@ impl Conn {
             }
         }
         portal.done = true;
-        let tag = format!("SELECT {sent}");
-        self.send(B::CommandComplete(CommandComplete::new(tag)));
+        self.send(B::CommandComplete(CommandComplete::new(format!(
+            "SELECT {sent}"
+        ))));
         Ok(Ok(()))
+    }
+
+    /// The next batch of a row source (`None` at its end), watching for cancel and disconnect.
+    async fn next_batch(
+        &mut self,
+        source: &mut RowSource,
+        entry: &Arc<SessionEntry>,
+        generation: u64,
+        sql: &str,
+    ) -> Result<Result<Option<RecordBatch>, PgError>, End> {
+        let s = match source {
+            RowSource::Batches(q) => return Ok(Ok(q.pop_front())),
+            RowSource::Stream(s) => s,
+        };
+        match guarded(&mut self.rd, &mut self.inbuf, entry, generation, s.next()).await {
+            Ok(Some(Ok(b))) => Ok(Ok(Some(b))),
+            Ok(Some(Err(e))) => Ok(Err(super::errors::from_datafusion(&e, sql))),
+            Ok(None) => Ok(Ok(None)),
+            Err(i) => self.interrupted(i, entry).map(Err),
+        }
     }
 
     async fn parse(&mut self, name: String, query: String, oids: Vec<u32>) -> Result<(), PgError> {
@@ -1034,7 +1069,7 @@ impl Conn {
     /// `COPY … TO STDOUT`: CopyOutResponse, one CopyData per row (psycopg parses rows per message), CopyDone.
     async fn copy_out(
         &mut self,
-        mut stream: SendableRecordBatchStream,
+        stream: SendableRecordBatchStream,
         types: &[Type],
         format: &super::ingest::CopyFormat,
         entry: &Arc<SessionEntry>,
@@ -1047,9 +1082,10 @@ impl Conn {
             n,
             vec![0; types.len()],
         )));
+        let schema = stream.schema();
+        let mut source = RowSource::Stream(stream);
         if format.header {
-            let names: Vec<Option<Vec<u8>>> = stream
-                .schema()
+            let names: Vec<Option<Vec<u8>>> = schema
                 .fields()
                 .iter()
                 .map(|f| Some(f.name().as_bytes().to_vec()))
@@ -1062,23 +1098,10 @@ impl Conn {
         let mut rows = Vec::new();
         let mut count = 0u64;
         loop {
-            let batch = match guarded(
-                &mut self.rd,
-                &mut self.inbuf,
-                entry,
-                generation,
-                stream.next(),
-            )
-            .await
-            {
-                Ok(Some(Ok(b))) => b,
-                Ok(Some(Err(e))) => return Ok(Err(super::errors::from_datafusion(&e, sql))),
+            let batch = match self.next_batch(&mut source, entry, generation, sql).await? {
+                Ok(Some(b)) => b,
                 Ok(None) => break,
-                Err(Interrupt::Canceled) => return Ok(Err(PgError::canceled())),
-                Err(Interrupt::Disconnected) => {
-                    entry.cancel.cancel();
-                    return Err(End::Closed);
-                }
+                Err(e) => return Ok(Err(e)),
             };
             rows.clear();
             if let Err(e) = types::encode_batch(&batch, &formats, types, &mut rows) {
