@@ -341,7 +341,6 @@ impl Session {
         st: &mut Statement,
         sql: &str,
     ) -> Result<(Kind, Option<Vec<FieldDesc>>), PgError> {
-        let db = self.db().to_string();
         let kind = match st {
             Statement::Set(set) => return Ok((self.set_kind(set)?, None)),
             Statement::ShowVariable { variable } => {
@@ -387,31 +386,7 @@ impl Session {
                 return Err(PgError::unsupported("CREATE TABLE is not supported: Sundial creates a table on its first write")
                     .with_hint("INSERT INTO t (time, host, usage) VALUES (now(), 'a', 1.5) creates table t with tag host and field usage"));
             }
-            Statement::Insert(ins) => {
-                let TableObject::TableName(name) = &ins.table else {
-                    return Err(PgError::unsupported("INSERT INTO a table function"));
-                };
-                let (tdb, table) = self.table_name(name);
-                let columns: Vec<String> = ins
-                    .columns
-                    .iter()
-                    .map(|c| object_name(c).pop().unwrap_or_default())
-                    .collect();
-                let Some(source) = ins.source.clone() else {
-                    return Err(PgError::unsupported("INSERT without VALUES or SELECT"));
-                };
-                let hints = self.insert_hints(&tdb, &table, &columns, &source);
-                let mut q = Statement::Query(source);
-                super::rewrite::rewrite(&mut q, &self.engine, &db)?;
-                let plan = self.plan(q, sql).await?;
-                Kind::Insert {
-                    db: tdb,
-                    table,
-                    columns,
-                    source: plan,
-                    hints,
-                }
-            }
+            Statement::Insert(ins) => self.classify_insert(ins, sql).await?,
             Statement::Copy {
                 source,
                 to,
@@ -420,88 +395,143 @@ impl Session {
                 legacy_options,
                 ..
             } => {
-                if *to {
-                    if !matches!(target, CopyTarget::Stdout) {
-                        return Err(PgError::unsupported(
-                            "COPY TO a server-side file or program is not supported; use COPY … TO STDOUT",
-                        ));
-                    }
-                    let format = copy_format(options, legacy_options)?;
-                    let mut q = match source {
-                        CopySource::Query(q) => Statement::Query(q.clone()),
-                        CopySource::Table {
-                            table_name,
-                            columns,
-                        } => {
-                            let cols = if columns.is_empty() {
-                                "*".to_string()
-                            } else {
-                                columns
-                                    .iter()
-                                    .map(|c| c.to_string())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            };
-                            parse_sql(&format!("SELECT {cols} FROM {table_name}"))?.remove(0)
-                        }
-                    };
-                    super::rewrite::rewrite(&mut q, &self.engine, &db)?;
-                    let plan = self.plan(q, sql).await?;
-                    let fields = fields_of(plan.schema().as_arrow());
-                    return Ok((
-                        Kind::CopyOut {
-                            plan,
-                            fields,
-                            format,
-                        },
-                        None,
-                    ));
-                }
-                let CopySource::Table {
-                    table_name,
-                    columns,
-                } = source
-                else {
-                    return Err(PgError::unsupported("COPY (query) FROM is not valid"));
-                };
-                if !matches!(target, CopyTarget::Stdin) {
-                    return Err(PgError::unsupported(
-                        "COPY FROM a server-side file or program is not supported; use COPY … FROM STDIN",
-                    ));
-                }
-                let (tdb, table) = self.table_name(table_name);
                 let format = copy_format(options, legacy_options)?;
-                Kind::Copy {
-                    db: tdb,
-                    table,
-                    columns: columns.iter().map(|c| c.value.clone()).collect(),
-                    format,
-                }
+                return self.classify_copy(source, *to, target, format, sql).await;
             }
-            _ => {
-                super::rewrite::rewrite(st, &self.engine, &db)?;
-                match self.plan(st.clone(), sql).await {
-                    Ok(plan) => {
-                        let fields = fields_of(plan.schema().as_arrow());
-                        let fields =
-                            if fields.is_empty() && !matches!(plan, LogicalPlan::Projection(_)) {
-                                None
-                            } else {
-                                Some(fields)
-                            };
-                        return Ok((Kind::Query(plan), fields));
-                    }
-                    Err(e) => match empty_catalog_answer(st) {
-                        Some((schema, batches)) => {
-                            let fields = fields_of(&schema);
-                            return Ok((Kind::Fixed { schema, batches }, Some(fields)));
-                        }
-                        None => return Err(e),
-                    },
-                }
-            }
+            _ => return self.classify_query(st, sql).await,
         };
         Ok((kind, None))
+    }
+
+    /// `INSERT INTO t [(cols)] VALUES … | SELECT …`: the source is planned by DataFusion.
+    async fn classify_insert(
+        &self,
+        ins: &sundial_query::datafusion::sql::sqlparser::ast::Insert,
+        sql: &str,
+    ) -> Result<Kind, PgError> {
+        let TableObject::TableName(name) = &ins.table else {
+            return Err(PgError::unsupported("INSERT INTO a table function"));
+        };
+        let (db, table) = self.table_name(name);
+        let columns: Vec<String> = ins
+            .columns
+            .iter()
+            .map(|c| object_name(c).pop().unwrap_or_default())
+            .collect();
+        let Some(source) = ins.source.clone() else {
+            return Err(PgError::unsupported("INSERT without VALUES or SELECT"));
+        };
+        let hints = self.insert_hints(&db, &table, &columns, &source);
+        let mut q = Statement::Query(source);
+        super::rewrite::rewrite(&mut q, &self.engine, self.db())?;
+        let plan = self.plan(q, sql).await?;
+        Ok(Kind::Insert {
+            db,
+            table,
+            columns,
+            source: plan,
+            hints,
+        })
+    }
+
+    /// `COPY t [(cols)] FROM STDIN` and `COPY t [(cols)] | (query) TO STDOUT`.
+    async fn classify_copy(
+        &self,
+        source: &CopySource,
+        to: bool,
+        target: &CopyTarget,
+        format: CopyFormat,
+        sql: &str,
+    ) -> Result<(Kind, Option<Vec<FieldDesc>>), PgError> {
+        let (stdio, verb) = if to {
+            (CopyTarget::Stdout, "TO")
+        } else {
+            (CopyTarget::Stdin, "FROM")
+        };
+        if *target != stdio {
+            return Err(PgError::unsupported(format!(
+                "COPY {verb} a server-side file or program is not supported; use COPY … {verb} {stdio}"
+            )));
+        }
+        if to {
+            let mut q = match source {
+                CopySource::Query(q) => Statement::Query(q.clone()),
+                CopySource::Table {
+                    table_name,
+                    columns,
+                } => {
+                    let cols = if columns.is_empty() {
+                        "*".to_string()
+                    } else {
+                        columns
+                            .iter()
+                            .map(|c| c.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    };
+                    parse_sql(&format!("SELECT {cols} FROM {table_name}"))?.remove(0)
+                }
+            };
+            super::rewrite::rewrite(&mut q, &self.engine, self.db())?;
+            let plan = self.plan(q, sql).await?;
+            let fields = fields_of(plan.schema().as_arrow());
+            return Ok((
+                Kind::CopyOut {
+                    plan,
+                    fields,
+                    format,
+                },
+                None,
+            ));
+        }
+        let CopySource::Table {
+            table_name,
+            columns,
+        } = source
+        else {
+            return Err(PgError::new(
+                code::SYNTAX_ERROR,
+                "COPY (query) FROM is not valid: COPY FROM needs a table",
+            ));
+        };
+        let (db, table) = self.table_name(table_name);
+        let columns = columns.iter().map(|c| c.value.clone()).collect();
+        Ok((
+            Kind::Copy {
+                db,
+                table,
+                columns,
+                format,
+            },
+            None,
+        ))
+    }
+
+    /// Any other statement: planned by DataFusion after the PostgreSQL rewrites.
+    async fn classify_query(
+        &self,
+        st: &mut Statement,
+        sql: &str,
+    ) -> Result<(Kind, Option<Vec<FieldDesc>>), PgError> {
+        super::rewrite::rewrite(st, &self.engine, self.db())?;
+        match self.plan(st.clone(), sql).await {
+            Ok(plan) => {
+                let fields = fields_of(plan.schema().as_arrow());
+                let fields = if fields.is_empty() && !matches!(plan, LogicalPlan::Projection(_)) {
+                    None
+                } else {
+                    Some(fields)
+                };
+                Ok((Kind::Query(plan), fields))
+            }
+            Err(e) => match empty_catalog_answer(st) {
+                Some((schema, batches)) => {
+                    let fields = fields_of(&schema);
+                    Ok((Kind::Fixed { schema, batches }, Some(fields)))
+                }
+                None => Err(e),
+            },
+        }
     }
 
     /// Types for `$n` parameters that stand alone in a VALUES column whose table column exists, so drivers
