@@ -301,62 +301,25 @@ impl Conn {
 
     async fn start_session(&mut self, s: Startup) -> Result<(), End> {
         if s.protocol_number_minor != 0 {
-            // We speak 3.0: tell a newer client so (NegotiateProtocolVersion, newest minor 0, no options).
-            let mut body = BytesMut::new();
-            body.extend_from_slice(&0i32.to_be_bytes());
-            let opts: Vec<&String> = s
-                .parameters
-                .keys()
-                .filter(|k| k.starts_with("_pq_."))
-                .collect();
-            body.extend_from_slice(&(opts.len() as i32).to_be_bytes());
-            for o in opts {
-                body.extend_from_slice(o.as_bytes());
-                body.extend_from_slice(&[0]);
-            }
-            self.out.extend_from_slice(b"v");
-            self.out
-                .extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
-            self.out.extend_from_slice(&body);
+            self.negotiate_protocol_version(&s);
         }
         let Some(user) = s.parameters.get("user").cloned().filter(|u| !u.is_empty()) else {
-            return self
-                .fatal(PgError::new(
-                    code::INVALID_AUTHORIZATION,
-                    "no PostgreSQL user name specified in startup packet",
-                ))
-                .await;
+            let e = PgError::new(
+                code::INVALID_AUTHORIZATION,
+                "no PostgreSQL user name specified in startup packet",
+            );
+            return self.fatal(e).await;
         };
-        let db = s
-            .parameters
-            .get("database")
-            .cloned()
-            .filter(|d| !d.is_empty())
-            .unwrap_or_else(|| user.clone());
-        let app = s
-            .parameters
-            .get("application_name")
-            .cloned()
-            .unwrap_or_default();
+        let param = |k: &str| s.parameters.get(k).cloned().filter(|v| !v.is_empty());
+        let db = param("database").unwrap_or_else(|| user.clone());
+        let app = param("application_name").unwrap_or_default();
         if let Some(password) = self.server.config.password.clone() {
             self.authenticate(&user, &password).await?;
         }
-        let engine = self.server.state.engine.clone();
-        if engine.catalog().db(&db).is_none() {
-            if self.server.state.config.auto_create_databases {
-                if let Err(e) = engine.create_database(&db, 0, true) {
-                    return self.fatal(super::errors::from_storage(&e)).await;
-                }
-            } else if db != "postgres" {
-                return self
-                    .fatal(
-                        PgError::new(code::INVALID_CATALOG_NAME, format!("database \"{db}\" does not exist"))
-                            .with_hint("connect to database postgres and run CREATE DATABASE, or start the server with --auto-create-databases"),
-                    )
-                    .await;
-            }
+        if let Err(e) = self.ensure_database(&db) {
+            return self.fatal(e).await;
         }
-        let activity = Activity {
+        let (pid, entry) = self.server.registry.register(Activity {
             pid: 0,
             db: db.clone(),
             user: user.clone(),
@@ -368,22 +331,75 @@ impl Conn {
             state_change_ns: None,
             state: "idle",
             query: String::new(),
-        };
-        let (pid, entry) = self.server.registry.register(activity);
+        });
         self.pid = pid;
         let settings = Arc::new(Mutex::new(default_settings(&db, &user, &app)));
+        let registry = self.server.registry.clone();
         let facts = Arc::new(SessionFacts {
-            db: db.clone(),
-            user: user.clone(),
+            db,
+            user,
             pid,
             settings: settings.clone(),
-            registry: self.server.registry.clone(),
+            registry,
         });
+        let engine = self.server.state.engine.clone();
         self.session = Some(Session::new(
             engine,
             (*self.server.state.query).clone(),
             facts,
         ));
+        self.welcome(&settings.lock(), pid, entry.secret);
+        self.entry = Some(entry);
+        self.flush().await
+    }
+
+    /// We speak 3.0: a newer client is told so (NegotiateProtocolVersion, newest minor 0, its `_pq_.`
+    /// options unrecognised).
+    fn negotiate_protocol_version(&mut self, s: &Startup) {
+        let mut body = BytesMut::new();
+        body.extend_from_slice(&0i32.to_be_bytes());
+        let opts: Vec<&String> = s
+            .parameters
+            .keys()
+            .filter(|k| k.starts_with("_pq_."))
+            .collect();
+        body.extend_from_slice(&(opts.len() as i32).to_be_bytes());
+        for o in opts {
+            body.extend_from_slice(o.as_bytes());
+            body.extend_from_slice(&[0]);
+        }
+        self.out.extend_from_slice(b"v");
+        self.out
+            .extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
+        self.out.extend_from_slice(&body);
+    }
+
+    /// The database must exist, except `postgres` (so a fresh server can run CREATE DATABASE), unless
+    /// the server creates databases on first use.
+    fn ensure_database(&self, db: &str) -> Result<(), PgError> {
+        let engine = &self.server.state.engine;
+        if engine.catalog().db(db).is_some() {
+            return Ok(());
+        }
+        if self.server.state.config.auto_create_databases {
+            return engine
+                .create_database(db, 0, true)
+                .map_err(|e| super::errors::from_storage(&e));
+        }
+        if db == "postgres" {
+            return Ok(());
+        }
+        Err(PgError::new(code::INVALID_CATALOG_NAME, format!("database \"{db}\" does not exist"))
+            .with_hint("connect to database postgres and run CREATE DATABASE, or start the server with --auto-create-databases"))
+    }
+
+    /// AuthenticationOk, the ParameterStatus set clients rely on, BackendKeyData, ReadyForQuery.
+    fn welcome(
+        &mut self,
+        settings: &std::collections::BTreeMap<String, String>,
+        pid: i32,
+        secret: i32,
+    ) {
         self.send(B::Authentication(Authentication::Ok));
         for key in [
             "server_version",
@@ -401,7 +417,7 @@ impl Conn {
             "in_hot_standby",
             "search_path",
         ] {
-            let v = settings.lock().get(key).cloned().unwrap_or_default();
+            let v = settings.get(key).cloned().unwrap_or_default();
             self.send(B::ParameterStatus(ParameterStatus::new(
                 display_name(key).to_string(),
                 v,
@@ -409,13 +425,11 @@ impl Conn {
         }
         self.send(B::BackendKeyData(BackendKeyData::new(
             pid,
-            SecretKey::I32(entry.secret),
+            SecretKey::I32(secret),
         )));
-        self.entry = Some(entry);
         self.send(B::ReadyForQuery(ReadyForQuery::new(
             TransactionStatus::Idle,
         )));
-        self.flush().await
     }
 
     async fn authenticate(&mut self, user: &str, password: &str) -> Result<(), End> {
