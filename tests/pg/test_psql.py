@@ -3,6 +3,8 @@
 import os
 import subprocess
 
+import pytest
+
 
 def psql(server, db, *commands, env=None, check=True, user="tester"):
     args = ["psql", "-X", "-h", "127.0.0.1", "-p", str(server.pg_port), "-U", user, "-d", db, "-v", "ON_ERROR_STOP=0"]
@@ -73,6 +75,16 @@ def test_copy_from_stdin_through_psql(pg_server, tmp_path):
     psql(pg_server, db, rf"\copy weather (time, host, temp) FROM '{data}' WITH (FORMAT csv, HEADER true)")
     r = psql(pg_server, db, "SELECT host, temp FROM weather ORDER BY time")
     assert " x    |  1.5" in r.stdout and " y    |  2.5" in r.stdout, r.stdout
+
+
+def test_cleartext_password_method(make_server):
+    import psycopg
+
+    s = make_server("--pg-password", "pw2", "--pg-auth", "cleartext")
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(s.dsn("postgres", password="nope"))
+    with psycopg.connect(s.dsn("postgres", password="pw2"), autocommit=True) as c:
+        assert c.execute("SELECT current_user").fetchone() == ("tester",)
 
 
 def test_password_is_required_when_configured(make_server):
