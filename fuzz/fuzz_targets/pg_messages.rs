@@ -22,4 +22,6 @@ mod frame;
 
 fuzz_target!(|data: &[u8]| {
     let _ = frame::decode_all(data);
+    let contained = frame::CONTAINED_PANICS.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(contained, 0, "pgwire panicked on an input that validate() let through");
 });
