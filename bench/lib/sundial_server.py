@@ -55,5 +55,5 @@ class Sundial(ServerProcess):
         # --flush-idle-secs 10: like InfluxDB's shortened cache-snapshot-write-cold-duration in this harness,
         # so the "settled" disk figure is compressed segments, not the WAL. It fires only after writes stop.
         super().__init__([self.binary, "serve", "--data-dir", self.root / "data",
-                          "--http-addr", f"127.0.0.1:{self.http_port}", "--flush-idle-secs", "10"],
+                          "--http-addr", f"127.0.0.1:{self.http_port}", "--pg-addr", "127.0.0.1:0", "--flush-idle-secs", "10"],
                          self.root / "sundial.log", self.url + "/ping")

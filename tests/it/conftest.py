@@ -37,7 +37,8 @@ class Server:
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}.log"
 
     def start(self, timeout=60):
-        args = [sundial_bin(), "serve", "--data-dir", str(self.data_dir), "--http-addr", "127.0.0.1:0", *self.extra_args]
+        # An ephemeral PostgreSQL port too, so parallel servers never fight over the default 8766.
+        args = [sundial_bin(), "serve", "--data-dir", str(self.data_dir), "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0", *self.extra_args]
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.log)
         deadline = time.time() + timeout

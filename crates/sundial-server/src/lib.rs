@@ -1,5 +1,5 @@
 //! Sundial's network front ends: the HTTP API (InfluxDB 1.x/2.x line-protocol writes, SQL queries,
-//! InfluxQL `/query`, health) on axum.
+//! InfluxQL `/query`, health) on axum, and the PostgreSQL wire protocol ([`pg`]) on pgwire.
 //!
 //! Request handling lives in one module per endpoint family ([`write`], [`sql`]); [`errors`] maps every
 //! error to its HTTP status and body in one exhaustive place.
@@ -7,6 +7,7 @@
 pub mod errors;
 pub mod http;
 pub mod influx;
+pub mod pg;
 pub mod sql;
 pub mod write;
 

@@ -16,6 +16,7 @@ use sundial_storage::wal::SyncPolicy;
 
 pub const DEFAULT_HTTP_ADDR: &str = "127.0.0.1:8765";
 pub const DEFAULT_DATA_DIR: &str = "./sundial-data";
+pub use sundial_server::pg::DEFAULT_PG_ADDR;
 
 #[derive(Args, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -32,6 +33,24 @@ pub struct ServeArgs {
     /// HTTP listen address (InfluxDB write/query API, SQL API). [default: 127.0.0.1:8765]
     #[arg(long, env = "SUNDIAL_HTTP_ADDR")]
     pub http_addr: Option<String>,
+
+    /// PostgreSQL wire-protocol listen address (psql, drivers, Grafana), or `off`. The port is not 5432 so a
+    /// local PostgreSQL keeps its own. [default: 127.0.0.1:8766]
+    #[arg(long, env = "SUNDIAL_PG_ADDR")]
+    pub pg_addr: Option<String>,
+
+    /// Password PostgreSQL clients must give (any user name). Without it every client is trusted, which is
+    /// only allowed on a loopback address (see --pg-allow-no-password). [env: SUNDIAL_PG_PASSWORD]
+    #[arg(long, env = "SUNDIAL_PG_PASSWORD", hide_env_values = true)]
+    pub pg_password: Option<String>,
+
+    /// How the password is exchanged: `md5` (salted challenge) or `cleartext`. [default: md5]
+    #[arg(long, env = "SUNDIAL_PG_AUTH")]
+    pub pg_auth: Option<String>,
+
+    /// Accept PostgreSQL connections on a non-loopback address without a password. [default: false]
+    #[arg(long, env = "SUNDIAL_PG_ALLOW_NO_PASSWORD")]
+    pub pg_allow_no_password: Option<bool>,
 
     /// When writes are acknowledged: `batch` (fsync before answering, group commit; default) or
     /// `interval:<ms>` (answer once written to the OS, fsync every <ms>: a power loss — not a process
@@ -71,6 +90,10 @@ pub struct ServeArgs {
 /// Fully resolved settings.
 pub struct Settings {
     pub http_addr: String,
+    /// `None`: the PostgreSQL listener is off.
+    pub pg_addr: Option<String>,
+    pub pg: sundial_server::pg::PgConfig,
+    pub pg_allow_no_password: bool,
     pub log_level: String,
     pub engine: EngineConfig,
     pub server: ServerConfig,
@@ -130,8 +153,20 @@ impl ServeArgs {
         if let Some(a) = self.auto_create_databases.or(file.auto_create_databases) {
             server.auto_create_databases = a;
         }
+        let pg_addr = self.pg_addr.or(file.pg_addr).unwrap_or_else(|| DEFAULT_PG_ADDR.to_string());
+        let pg_addr = (!pg_addr.eq_ignore_ascii_case("off")).then_some(pg_addr);
+        let mut pg = sundial_server::pg::PgConfig { password: self.pg_password.or(file.pg_password), ..Default::default() };
+        if let Some(a) = self.pg_auth.or(file.pg_auth) {
+            pg.auth = a.parse().map_err(anyhow::Error::msg).context("--pg-auth")?;
+        }
+        if pg.password.as_deref() == Some("") {
+            bail!("--pg-password is empty: give a password or leave it unset");
+        }
         Ok(Settings {
             http_addr: self.http_addr.or(file.http_addr).unwrap_or_else(|| DEFAULT_HTTP_ADDR.to_string()),
+            pg_addr,
+            pg,
+            pg_allow_no_password: self.pg_allow_no_password.or(file.pg_allow_no_password).unwrap_or(false),
             log_level: self.log_level.or(file.log_level).unwrap_or_else(|| "info".to_string()),
             engine,
             server,
@@ -163,6 +198,22 @@ mod tests {
         assert_eq!(s.engine.memtable_bytes_max, 3 * 1024 * 1024);
         assert_eq!(s.engine.wal_sync, SyncPolicy::Interval(Duration::from_millis(10)));
         assert_eq!(s.engine.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
+    }
+
+    #[test]
+    fn pg_settings_resolve_from_the_file_and_off_disables_the_listener() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, "pg_addr = \"0.0.0.0:6000\"\npg_password = \"pw\"\npg_auth = \"cleartext\"\n").unwrap();
+        let s = ServeArgs { config: Some(path.clone()), ..Default::default() }.resolve().unwrap();
+        assert_eq!(s.pg_addr.as_deref(), Some("0.0.0.0:6000"));
+        assert_eq!(s.pg.password.as_deref(), Some("pw"));
+        assert_eq!(s.pg.auth, sundial_server::pg::AuthMethod::Cleartext);
+        let s = ServeArgs { config: Some(path), pg_addr: Some("off".into()), ..Default::default() }.resolve().unwrap();
+        assert_eq!(s.pg_addr, None);
+        let s = ServeArgs::default().resolve().unwrap();
+        assert_eq!(s.pg_addr.as_deref(), Some(DEFAULT_PG_ADDR));
+        assert!(s.pg.password.is_none());
     }
 
     #[test]

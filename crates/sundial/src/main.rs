@@ -66,6 +66,10 @@ async fn run(s: config::Settings) -> anyhow::Result<()> {
     tracing::info!(http = %local, data_dir = %dir.display(), wal_sync = ?s.engine.wal_sync, "sundial is ready");
     // Tests and scripts read this line to learn the port when binding port 0.
     println!("sundial listening on http://{local}");
+    let pg_task = match &s.pg_addr {
+        Some(addr) => Some(start_pg(addr, &s, state.clone()).await?),
+        None => None,
+    };
     use axum::serve::ListenerExt;
     let listener = listener.tap_io(|tcp| {
         // One response is often two writes (headers, body): without NODELAY, Nagle + delayed ACK add ~40 ms.
@@ -74,9 +78,25 @@ async fn run(s: config::Settings) -> anyhow::Result<()> {
     axum::serve(listener, sundial_server::http::router(state))
         .with_graceful_shutdown(shutdown_signal())
         .await?;
+    if let Some(t) = pg_task {
+        t.abort();
+    }
     tracing::info!("shutting down: flushing memtables");
     tokio::task::spawn_blocking(move || engine.flush()).await?.context("final flush")?;
     Ok(())
+}
+
+/// Binds the PostgreSQL listener (refusing an exposed address without a password) and serves it in a task.
+async fn start_pg(addr: &str, s: &config::Settings, state: Arc<sundial_server::AppState>) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the PostgreSQL address {addr} (`--pg-addr`, `off` disables it)"))?;
+    let local = listener.local_addr()?;
+    sundial_server::pg::check_exposure(&local, &s.pg, s.pg_allow_no_password).map_err(anyhow::Error::msg)?;
+    tracing::info!(pg = %local, auth = if s.pg.password.is_some() { "password" } else { "trust" }, "postgres protocol ready");
+    println!("sundial postgres listening on {local}");
+    let server = sundial_server::pg::PgServer::new(state, s.pg.clone());
+    Ok(tokio::spawn(sundial_server::pg::serve(listener, server)))
 }
 
 async fn shutdown_signal() {
