@@ -281,7 +281,7 @@ fn retention_drops_old_partitions_and_hides_older_rows() {
 /// foundation build) opens, reads, takes new writes, and is rewritten in version 2 by compaction.
 #[test]
 fn a_version_1_data_directory_is_read_and_compacted_into_version_2() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1-datadir");
+    let src = Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string())).join("tests/fixtures/v1-datadir");
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&src, dir.path());
     let e = Engine::open(config(dir.path())).unwrap();
@@ -307,7 +307,7 @@ fn a_version_1_data_directory_is_read_and_compacted_into_version_2() {
 /// engine refuses to start rather than hide the file's rows.
 #[test]
 fn a_segment_of_a_newer_format_version_is_refused_with_a_clear_error() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1-datadir");
+    let src = Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string())).join("tests/fixtures/v1-datadir");
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&src, dir.path());
     let seg = walk(dir.path()).into_iter().find(|p| p.extension().is_some_and(|x| x == "seg")).unwrap();
