@@ -95,11 +95,24 @@ impl QueryOutput {
 #[derive(Clone)]
 pub struct QueryEngine {
     engine: Arc<Engine>,
+    /// Retention (ns) of databases created without one; 0 keeps data forever.
+    default_retention_ns: i64,
 }
 
 impl QueryEngine {
     pub fn new(engine: Arc<Engine>) -> Self {
-        QueryEngine { engine }
+        QueryEngine { engine, default_retention_ns: 0 }
+    }
+
+    /// Sets the retention given to databases created without one (`CREATE DATABASE` in SQL, InfluxQL
+    /// without `WITH DURATION`).
+    pub fn with_default_retention(mut self, retention_ns: i64) -> Self {
+        self.default_retention_ns = retention_ns;
+        self
+    }
+
+    pub fn default_retention_ns(&self) -> i64 {
+        self.default_retention_ns
     }
 
     pub fn storage(&self) -> &Arc<Engine> {
@@ -129,6 +142,12 @@ impl QueryEngine {
         let ctx = self.session(db);
         let mut last = QueryOutput::empty();
         for st in statements {
+            if let DFStatement::Statement(s) = &st {
+                if let Statement::Delete(del) = s.as_ref() {
+                    last = self.delete(&ctx, db, del).await?;
+                    continue;
+                }
+            }
             last = match self.database_statement(&st)? {
                 Some(out) => out,
                 None => {
@@ -148,7 +167,7 @@ impl QueryEngine {
         let DFStatement::Statement(st) = st else { return Ok(None) };
         match st.as_ref() {
             Statement::CreateDatabase { db_name, if_not_exists, .. } => {
-                self.engine.create_database(&object_name(db_name), 0, *if_not_exists)?;
+                self.engine.create_database(&object_name(db_name), self.default_retention_ns, *if_not_exists)?;
                 Ok(Some(QueryOutput::empty()))
             }
             Statement::Drop { object_type: ObjectType::Database | ObjectType::Schema, if_exists, names, .. } => {
@@ -166,6 +185,61 @@ impl QueryEngine {
             }
             _ => Ok(None),
         }
+    }
+}
+
+impl QueryEngine {
+    /// `DELETE FROM t [WHERE ...]`: the WHERE is planned by DataFusion against the table, and must be
+    /// wholly absorbed by the scan's exact pushdown (time ranges, tag equality): those rows are what a
+    /// tombstone can name. Anything else would need a per-row filter, which deletes do not have: refused.
+    async fn delete(
+        &self,
+        ctx: &SessionContext,
+        db: Option<&str>,
+        del: &datafusion::sql::sqlparser::ast::Delete,
+    ) -> Result<QueryOutput, QueryError> {
+        use datafusion::common::tree_node::TreeNode;
+        use datafusion::logical_expr::LogicalPlan;
+        use datafusion::sql::sqlparser::ast::FromTable;
+        let tables = match &del.from {
+            FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+        };
+        let [t] = tables.as_slice() else {
+            return Err(QueryError::Unsupported("DELETE works on exactly one table".into()));
+        };
+        if !t.joins.is_empty() || del.using.is_some() || del.returning.is_some() || del.limit.is_some() {
+            return Err(QueryError::Unsupported("DELETE supports only: DELETE FROM table [WHERE condition]".into()));
+        }
+        let name = t.relation.to_string();
+        let filter = del.selection.as_ref().map(|w| format!(" WHERE {w}")).unwrap_or_default();
+        let df = ctx.sql(&format!("SELECT \"time\" FROM {name}{filter}")).await?;
+        let plan = ctx.state().optimize(df.logical_plan())?;
+        let mut scan = None;
+        let mut row_filter = false;
+        plan.apply(|n| {
+            match n {
+                LogicalPlan::Filter(_) => row_filter = true,
+                LogicalPlan::TableScan(s) => scan = Some((s.table_name.table().to_string(), s.filters.clone())),
+                _ => {}
+            }
+            Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
+        })?;
+        let Some((table, filters)) = scan.filter(|_| !row_filter) else {
+            return Err(QueryError::Unsupported(
+                "DELETE supports WHERE conditions on time ranges and tag equality (tag = 'v', tag IN (...)) only".into(),
+            ));
+        };
+        let db = db.ok_or_else(|| QueryError::Unsupported("DELETE needs a database: pass db=".into()))?;
+        let (series, p) = {
+            let cat = self.engine.catalog();
+            let d = cat.db(db).ok_or_else(|| sundial_storage::Error::DatabaseNotFound { name: db.to_string() })?;
+            let Some(t) = d.table(&table) else { return Ok(QueryOutput::empty()) };
+            let sundial_table = provider::SundialTable::new(self.engine.clone(), d.id, t);
+            let p = pushdown::analyze(&filters, &|c| sundial_table.tag_column(c).is_some());
+            ((!p.tags.is_empty()).then(|| sundial_table.select_series(&p)), p)
+        };
+        self.engine.delete(db, &table, series.as_deref(), p.ts_min, p.ts_max)?;
+        Ok(QueryOutput::empty())
     }
 }
 

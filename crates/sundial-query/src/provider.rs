@@ -197,7 +197,7 @@ impl TableProvider for SundialTable {
 
 impl SundialTable {
     /// Series ids matching the tag filters (ascending), using the tag index.
-    fn select_series(&self, p: &pushdown::Pushdown) -> Vec<u32> {
+    pub fn select_series(&self, p: &pushdown::Pushdown) -> Vec<u32> {
         let cat = self.engine.catalog();
         let Some(t) = cat.db_by_id(self.db).and_then(|d| d.table_by_id(self.table)) else { return Vec::new() };
         let mut selected: Option<Vec<u32>> = None;

@@ -24,11 +24,13 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// Create a database on the first write to it instead of answering 404. Default off (as InfluxDB 1.x).
     pub auto_create_databases: bool,
+    /// Retention (ns) of databases created without one; 0 keeps data forever. Default 0.
+    pub default_retention_ns: i64,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { max_body_bytes: 64 * 1024 * 1024, auto_create_databases: false }
+        ServerConfig { max_body_bytes: 64 * 1024 * 1024, auto_create_databases: false, default_retention_ns: 0 }
     }
 }
 
@@ -42,7 +44,7 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(config: ServerConfig, engine: Arc<Engine>) -> Arc<AppState> {
-        let query = Arc::new(QueryEngine::new(engine.clone()));
+        let query = Arc::new(QueryEngine::new(engine.clone()).with_default_retention(config.default_retention_ns));
         let influxql = InfluxQl::new(query.clone());
         Arc::new(AppState { config, engine, query, influxql })
     }

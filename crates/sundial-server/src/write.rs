@@ -126,7 +126,7 @@ pub fn write_lines(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i64
         }
     }
     if state.config.auto_create_databases && state.engine.catalog().db(db).is_none() {
-        if let Err(e) = state.engine.create_database(db, 0, true) {
+        if let Err(e) = state.engine.create_database(db, state.config.default_retention_ns, true) {
             return storage_error(&e);
         }
     }

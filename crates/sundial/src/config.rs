@@ -26,9 +26,18 @@ pub struct ServeArgs {
     #[serde(skip)]
     pub config: Option<PathBuf>,
 
-    /// Directory holding all data (created if missing). [default: ./sundial-data]
-    #[arg(long, env = "SUNDIAL_DATA_DIR")]
-    pub data_dir: Option<PathBuf>,
+    /// Directory holding all data (created if missing). Repeat to spread time partitions over several
+    /// directories (disks) by free space; the first also holds the WAL and catalog. In the config file a
+    /// string or a list. [default: ./sundial-data]
+    #[arg(long, env = "SUNDIAL_DATA_DIR", value_delimiter = ',')]
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub data_dir: Vec<PathBuf>,
+
+    /// Retention of databases created without one (`CREATE DATABASE` in SQL, auto-created ones, InfluxQL
+    /// without `WITH DURATION`), e.g. `30d`; `0` or `inf` keeps data forever. Partitions older than it are
+    /// dropped. [default: inf]
+    #[arg(long, env = "SUNDIAL_RETENTION")]
+    pub retention: Option<String>,
 
     /// HTTP listen address (InfluxDB write/query API, SQL API). [default: 127.0.0.1:8765]
     #[arg(long, env = "SUNDIAL_HTTP_ADDR")]
@@ -99,6 +108,20 @@ pub struct Settings {
     pub server: ServerConfig,
 }
 
+/// A config-file value that is one path or a list of paths.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<PathBuf>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(PathBuf),
+        Many(Vec<PathBuf>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(p) => vec![p],
+        OneOrMany::Many(v) => v,
+    })
+}
+
 /// Parses `30s`, `12h`, `1d`, `2w` into nanoseconds.
 pub fn parse_duration_ns(s: &str) -> anyhow::Result<i64> {
     let s = s.trim();
@@ -129,8 +152,19 @@ impl ServeArgs {
             }
             None => ServeArgs::default(),
         };
-        let data_dir = self.data_dir.or(file.data_dir).unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
-        let mut engine = EngineConfig::new(data_dir);
+        let mut dirs = if self.data_dir.is_empty() { file.data_dir } else { self.data_dir };
+        if dirs.is_empty() {
+            dirs.push(PathBuf::from(DEFAULT_DATA_DIR));
+        }
+        let mut engine = EngineConfig::new(dirs.remove(0));
+        engine.extra_data_dirs = dirs;
+        let mut server = ServerConfig::default();
+        if let Some(r) = self.retention.or(file.retention) {
+            server.default_retention_ns = match r.trim() {
+                "0" | "inf" | "INF" => 0,
+                d => parse_duration_ns(d).context("--retention")?,
+            };
+        }
         if let Some(p) = self.wal_sync.or(file.wal_sync) {
             engine.wal_sync = p.parse::<SyncPolicy>().map_err(anyhow::Error::msg).context("--wal-sync")?;
         }
@@ -146,7 +180,6 @@ impl ServeArgs {
         if let Some(d) = self.partition_duration.or(file.partition_duration) {
             engine.partition_ns = parse_duration_ns(&d).context("--partition-duration")?;
         }
-        let mut server = ServerConfig::default();
         if let Some(m) = self.max_body_mib.or(file.max_body_mib) {
             server.max_body_bytes = m.max(1) * 1024 * 1024;
         }

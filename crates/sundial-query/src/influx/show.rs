@@ -10,7 +10,7 @@ use super::{Series, StatementResult, database};
 use crate::QueryEngine;
 use crate::influxql::{BinaryOp, Expr, Measurement, MeasurementName, Statement, TagKeyFilter};
 
-pub fn run(qe: &QueryEngine, db: Option<&str>, st: &Statement, _now_ns: i64) -> Result<StatementResult, String> {
+pub fn run(qe: &QueryEngine, db: Option<&str>, st: &Statement, now_ns: i64) -> Result<StatementResult, String> {
     let engine = qe.storage();
     match st {
         Statement::ShowDatabases => {
@@ -18,7 +18,7 @@ pub fn run(qe: &QueryEngine, db: Option<&str>, st: &Statement, _now_ns: i64) -> 
             Ok(one("databases", &["name"], names))
         }
         Statement::CreateDatabase(c) => {
-            let retention = c.retention_policy.as_ref().and_then(|r| r.duration_ns).unwrap_or(0);
+            let retention = c.retention_policy.as_ref().and_then(|r| r.duration_ns).unwrap_or(qe.default_retention_ns());
             engine.create_database(&c.name, retention, true).map_err(|e| e.to_string())?;
             Ok(StatementResult::default())
         }
@@ -158,12 +158,56 @@ pub fn run(qe: &QueryEngine, db: Option<&str>, st: &Statement, _now_ns: i64) -> 
             let rows = limit(keys.into_iter().map(|k| vec![Cell::String(k)]).collect(), s.limit, s.offset);
             Ok(if rows.is_empty() { StatementResult::default() } else { one("", &["key"], rows) })
         }
-        Statement::DropSeries(_) | Statement::Delete(_) => {
-            Err("DELETE and DROP SERIES are not supported yet (drop the measurement or the database instead)".into())
-        }
+        Statement::Delete(d) => delete(qe, db, &d.from, d.condition.as_ref(), false, now_ns),
+        Statement::DropSeries(d) => delete(qe, db, &d.from, d.condition.as_ref(), true, now_ns),
         Statement::ShowCardinality(_) => Err("SHOW ... CARDINALITY is not supported yet".into()),
         Statement::Select(_) | Statement::Explain(_) => Err("internal error: SELECT routed to SHOW".into()),
     }
+}
+
+/// `DELETE [FROM m, ...] [WHERE ...]` and `DROP SERIES [FROM m, ...] [WHERE ...]`: tag conditions pick
+/// the series (from the catalog), time bounds the range (`DELETE` only), through the engine's durable
+/// tombstones; the disk is freed when compaction rewrites the files. Field conditions are refused, as
+/// InfluxDB refuses them.
+fn delete(
+    qe: &QueryEngine,
+    db: Option<&str>,
+    from: &[Measurement],
+    cond: Option<&Expr>,
+    drop_series: bool,
+    now_ns: i64,
+) -> Result<StatementResult, String> {
+    let db = database(None, db)?;
+    let engine = qe.storage();
+    let mut work: Vec<(String, Option<Vec<u32>>, i64, i64)> = Vec::new();
+    {
+        let cat = engine.catalog();
+        let d = cat.db(db).ok_or_else(|| format!("database not found: {db}"))?;
+        for t in tables(d, from)? {
+            let fields: Vec<&str> = t
+                .columns()
+                .iter()
+                .filter(|c| matches!(c.kind, ColumnKind::Field(_)))
+                .map(|c| &*c.name)
+                .collect();
+            if let Some(c) = cond {
+                if c.any(&mut |e| matches!(e, Expr::VarRef { name, .. } if fields.contains(&name.as_str()))) {
+                    return Err("fields not supported in WHERE clause during deletion".into());
+                }
+            }
+            let (range, _) = super::cond::split(cond, &super::cond::TableInfo::default(), now_ns)?;
+            if drop_series && range != super::cond::TimeRange::default() {
+                return Err("DROP SERIES doesn't support time in WHERE clause".into());
+            }
+            let has_tags = cond.is_some_and(|c| c.any(&mut |e| matches!(e, Expr::VarRef { .. }) && !e.is_time_ref()));
+            let series = has_tags.then(|| (0..t.series_count() as u32).filter(|s| cond.is_some_and(|c| series_matches(t, *s, c))).collect());
+            work.push((t.name.to_string(), series, range.min.unwrap_or(i64::MIN), range.max.unwrap_or(i64::MAX)));
+        }
+    }
+    for (table, series, lo, hi) in work {
+        engine.delete(db, &table, series.as_deref(), lo, hi).map_err(|e| e.to_string())?;
+    }
+    Ok(StatementResult::default())
 }
 
 fn one(name: &str, columns: &[&str], rows: Vec<Vec<Cell>>) -> StatementResult {

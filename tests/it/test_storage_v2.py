@@ -1,0 +1,80 @@
+"""Storage v2 features through the real binary: InfluxQL and SQL deletes, DROP SERIES, retention, several
+data directories."""
+
+import os
+from pathlib import Path
+
+import requests
+
+H = 3600 * 10**9
+
+
+def influxql(server, q, db="db"):
+    r = requests.post(server.url + "/query", params={"db": db, "q": q}, timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()["results"][0]
+
+
+def count_by_host(server):
+    rows = server.rows("SELECT host, count(*) AS n FROM m GROUP BY host ORDER BY host", "db")
+    return {r["host"]: r["n"] for r in rows}
+
+
+def test_deletes_and_drop_series_are_honoured_at_once_and_after_kill9(make_server):
+    s = make_server()
+    assert s.sql("CREATE DATABASE db").status_code == 200
+    lines = [f"m,host=h{h} v={i}i {i * 60 * 10**9}" for h in range(4) for i in range(120)]  # 2 h per host
+    assert s.write("db", "\n".join(lines)).status_code == 204
+    s.stop()  # flushed: deletes must reach segment rows too
+    s = make_server()
+    assert s.write("db", "\n".join(f"m,host=h{h} v=999i {(120 + i) * 60 * 10**9}" for h in range(4) for i in range(10))).status_code == 204
+
+    # InfluxQL: a time range of one series.
+    assert "error" not in influxql(s, "DELETE FROM m WHERE host = 'h1' AND time < '1970-01-01T01:00:00Z'")
+    assert count_by_host(s) == {"h0": 130, "h1": 70, "h2": 130, "h3": 130}
+    # InfluxQL: a whole series, segments and memtable alike.
+    assert "error" not in influxql(s, "DROP SERIES FROM m WHERE host = 'h2'")
+    assert count_by_host(s) == {"h0": 130, "h1": 70, "h3": 130}
+    # SQL: time range and tag equality, pushed down exactly.
+    assert s.sql("DELETE FROM m WHERE host IN ('h0', 'h3') AND time >= '1970-01-01T01:30:00Z'", "db").status_code == 200
+    assert count_by_host(s) == {"h0": 90, "h1": 70, "h3": 90}
+    # What a tombstone cannot express is refused, and nothing changes.
+    r = s.sql("DELETE FROM m WHERE v > 5", "db")
+    assert r.status_code == 400 and "time ranges and tag equality" in r.json()["error"], r.text
+    assert "fields not supported" in influxql(s, "DELETE FROM m WHERE v > 5")["error"]
+    assert "time" in influxql(s, "DROP SERIES FROM m WHERE time > 0")["error"]
+    assert count_by_host(s) == {"h0": 90, "h1": 70, "h3": 90}
+    # Rows written after a delete at deleted times are visible.
+    assert s.write("db", "m,host=h2 v=7i 0").status_code == 204
+    s.kill9()
+    s = make_server()
+    assert count_by_host(s) == {"h0": 90, "h1": 70, "h2": 1, "h3": 90}
+    assert s.rows("SELECT min(v) AS lo FROM m WHERE host = 'h1'", "db") == [{"lo": 60}]
+
+
+def test_retention_from_influxql_with_duration_and_the_server_default(make_server):
+    s = make_server("--retention", "30d")
+    assert "error" not in influxql(s, "CREATE DATABASE short WITH DURATION 1h", db="")
+    assert s.sql("CREATE DATABASE dflt").status_code == 200
+    rp = influxql(s, "SHOW RETENTION POLICIES ON short", db="")["series"][0]["values"][0]
+    assert rp[:2] == ["autogen", "1h0m0s"]
+    rp = influxql(s, "SHOW RETENTION POLICIES ON dflt", db="")["series"][0]["values"][0]
+    assert rp[:2] == ["autogen", "720h0m0s"]
+    now = __import__("time").time_ns()
+    r = s.write("short", f"m v=1 {now}\nm v=2 {now - 2 * H}")
+    assert r.status_code == 400 and r.json()["written"] == 1, r.text  # the old point is beyond retention
+    assert s.rows("SELECT count(*) AS n FROM m", "short") == [{"n": 1}]
+
+
+def test_partitions_spread_over_several_data_directories(make_server, data_dir):
+    other = Path(str(data_dir) + "-b")
+    s = make_server("--data-dir", str(other), "--partition-duration", "1h")
+    assert s.sql("CREATE DATABASE db").status_code == 200
+    lines = [f"m,host=a v={i}i {i * H}" for i in range(12)]  # 12 one-hour partitions
+    assert s.write("db", "\n".join(lines)).status_code == 204
+    s.stop()
+    partitions = lambda d: [p for p in Path(d).glob("db*/p*") if any(p.iterdir())]
+    assert partitions(data_dir) and partitions(other), (os.listdir(data_dir), os.listdir(other))
+    assert len(partitions(data_dir)) + len(partitions(other)) == 12
+    s = make_server("--data-dir", str(other), "--partition-duration", "1h")
+    assert s.rows("SELECT count(*) AS n, sum(v) AS t FROM m", "db") == [{"n": 12, "t": 66}]
