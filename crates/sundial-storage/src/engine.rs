@@ -447,6 +447,7 @@ impl Engine {
     /// are; rows hidden by a delete neither.
     pub fn snapshot(&self, db: DbId, table: TableId, series: &[SeriesId], ts_min: i64, ts_max: i64, cols: &[(ColId, FieldType)]) -> TableSnapshot {
         let ts_min = ts_min.max(self.inner.retention_cutoff(db));
+        self.inner.sort_active(db, table, series);
         let mem = self.inner.mem.read();
         let tombstones = self.inner.table_tombstones(db, table, ts_min, ts_max);
         let segments: Vec<Arc<Segment>> = self
@@ -657,6 +658,14 @@ fn dir_id(path: &Path, prefix: &str) -> Option<i64> {
 }
 
 impl Inner {
+    /// Sorts the active memtable's unsorted buffers of `series` in place (see `MemGen::sort_series`);
+    /// the read lock answers the common case, where every buffer is already sorted.
+    fn sort_active(&self, db: DbId, table: TableId, series: &[SeriesId]) {
+        if self.mem.read().active.has_unsorted(db, table, series) {
+            self.mem.write().active.sort_series(db, table, series);
+        }
+    }
+
     /// Tombstones of a table overlapping `[ts_min, ts_max]`. Take them while holding `mem` (read), so
     /// that they agree with the active memtable (a delete changes both under `mem` written).
     fn table_tombstones(&self, db: DbId, table: TableId, ts_min: i64, ts_max: i64) -> Vec<Arc<Tombstone>> {

@@ -48,6 +48,7 @@ impl Engine {
     ) -> Option<RangeSummary> {
         // Rows past retention are not served: a block straddling the cutoff is "cut by the range".
         let ts_min = ts_min.max(self.inner.retention_cutoff(db));
+        self.inner.sort_active(db, table, series);
         let mem = self.inner.mem.read();
         let tombstones = self.inner.table_tombstones(db, table, ts_min, ts_max);
         let segments = self.inner.segments.read();
