@@ -446,6 +446,22 @@ impl Engine {
     /// Rows older than the database's retention (`now − retention_ns`) are never returned, wherever they
     /// are; rows hidden by a delete neither.
     pub fn snapshot(&self, db: DbId, table: TableId, series: &[SeriesId], ts_min: i64, ts_max: i64, cols: &[(ColId, FieldType)]) -> TableSnapshot {
+        self.snapshot_rows(db, table, series, ts_min, ts_max, cols, usize::MAX)
+    }
+
+    /// [`Engine::snapshot`], copying at most the last `tail` rows of each active series buffer (all of
+    /// them for `usize::MAX`; [`TailSnapshot`] needs only its tail).
+    #[allow(clippy::too_many_arguments)]
+    fn snapshot_rows(
+        &self,
+        db: DbId,
+        table: TableId,
+        series: &[SeriesId],
+        ts_min: i64,
+        ts_max: i64,
+        cols: &[(ColId, FieldType)],
+        tail: usize,
+    ) -> TableSnapshot {
         let ts_min = ts_min.max(self.inner.retention_cutoff(db));
         self.inner.sort_active(db, table, series);
         let mem = self.inner.mem.read();
@@ -462,7 +478,7 @@ impl Engine {
         if let Some(t) = mem.active.table(db, table) {
             for s in series {
                 if let Some(buf) = t.series.get(s) {
-                    let r = buf.read(*s, ts_min, ts_max, cols);
+                    let r = buf.read_tail(*s, ts_min, ts_max, cols, tail);
                     if !r.is_empty() {
                         active.insert(*s, r);
                     }

@@ -15,10 +15,7 @@
 //! last `n` of every source holding it, so each source's tail carries every row the answer needs, and the
 //! last-write-wins merge of the tails agrees with that of the whole sources on those timestamps.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
-use super::{Engine, Frozen, TableSnapshot};
+use super::{Engine, TableSnapshot};
 use crate::catalog::{ColId, DbId, SeriesId, TableId};
 use crate::error::Result;
 use crate::rows::{self, SeriesRows};
@@ -47,30 +44,7 @@ impl Engine {
         n: usize,
     ) -> TailSnapshot {
         assert!(n > 0, "a tail of zero rows");
-        let ts_min = ts_min.max(self.inner.retention_cutoff(db));
-        self.inner.sort_active(db, table, series);
-        let mem = self.inner.mem.read();
-        let tombstones = self.inner.table_tombstones(db, table, ts_min, ts_max);
-        let segments: Vec<Arc<Segment>> = self
-            .inner
-            .segments
-            .read()
-            .get(&(db, table))
-            .map(|v| v.iter().filter(|s| s.ts_max >= ts_min && s.ts_min <= ts_max).cloned().collect())
-            .unwrap_or_default();
-        let frozen: Vec<Arc<Frozen>> = mem.frozen.iter().cloned().collect();
-        let mut active = HashMap::new();
-        if let Some(t) = mem.active.table(db, table) {
-            for s in series {
-                if let Some(buf) = t.series.get(s) {
-                    let r = buf.read_tail(*s, ts_min, ts_max, cols, n);
-                    if !r.is_empty() {
-                        active.insert(*s, r);
-                    }
-                }
-            }
-        }
-        let snap = TableSnapshot { db, table, ts_min, ts_max, cols: cols.to_vec(), segments, frozen, active, tombstones };
+        let snap = self.snapshot_rows(db, table, series, ts_min, ts_max, cols, n);
         TailSnapshot { snap, n }
     }
 }
