@@ -144,14 +144,7 @@ impl ExecutionPlan for ScanExec {
             return Err(DataFusionError::Internal(format!("SundialScan has no partition {partition}")));
         }
         let series = self.partition_series(partition).to_vec();
-        let field_cols: Vec<(ColId, FieldType)> = self
-            .sources
-            .iter()
-            .filter_map(|s| match s {
-                ColumnSource::Field(c, t) => Some((*c, *t)),
-                _ => None,
-            })
-            .collect();
+        let field_cols = self.field_cols();
         let (lo, hi) = self.ts_range;
         let snapshot = match self.tail {
             Some(n) => Snapshot::Tail(self.engine.snapshot_tail(self.db, self.table, &series, lo, hi, &field_cols, n)),
@@ -173,15 +166,19 @@ impl ExecutionPlan for ScanExec {
 }
 
 impl ScanExec {
-    fn exact_statistics(&self) -> Option<Statistics> {
-        let field_cols: Vec<(ColId, FieldType)> = self
-            .sources
+    /// The projected fields, in projection order: what the storage reads.
+    fn field_cols(&self) -> Vec<(ColId, FieldType)> {
+        self.sources
             .iter()
             .filter_map(|s| match s {
                 ColumnSource::Field(c, t) => Some((*c, *t)),
                 _ => None,
             })
-            .collect();
+            .collect()
+    }
+
+    fn exact_statistics(&self) -> Option<Statistics> {
+        let field_cols = self.field_cols();
         let (lo, hi) = self.ts_range;
         let summary = self.engine.summarize(self.db, self.table, &self.series, lo, hi, &field_cols)?;
         let rows = usize::try_from(summary.rows).ok()?;
