@@ -95,6 +95,19 @@ def ensure_installed(log=print) -> Path:
     return tsbs_dir() / "bin"
 
 
+def ensure_tools(tools, log=print) -> Path:
+    """Install more TSBS tools of the same pinned module (the peers' loaders and runners) if missing."""
+    ensure_installed(log)
+    wrap = tsbs_dir() / "tsbswrap"
+    with _lock("install"):
+        for t in tools:
+            if not bin_path(t).is_file():
+                argv = ["nice", "-n", "10", "go", "install", f"{TSBS_MODULE}/cmd/{t}"]
+                log(f"  $ (cd {wrap} && {cmd_str(argv)})")
+                subprocess.run(argv, cwd=wrap, env=_go_env(), check=True)
+    return tsbs_dir() / "bin"
+
+
 def _read(p: Path) -> str:
     try:
         return p.read_text().strip()
@@ -133,25 +146,25 @@ def expected_rows(scale: int, start: str, end: str) -> int:
 
 # ---------------------------------------------------------------- data
 
-def data_argv(scale: int, start: str, end: str, seed: int, file=None):
+def data_argv(scale: int, start: str, end: str, seed: int, file=None, fmt: str = "influx"):
     argv = [bin_path("tsbs_generate_data"), "--use-case=cpu-only", f"--seed={seed}", f"--scale={scale}",
-            f"--timestamp-start={start}", f"--timestamp-end={end}", "--log-interval=10s", "--format=influx"]
+            f"--timestamp-start={start}", f"--timestamp-end={end}", "--log-interval=10s", f"--format={fmt}"]
     return argv + ([f"--file={file}"] if file else [])
 
 
-def data_file_path(scale: int, start: str, end: str, seed: int) -> Path:
+def data_file_path(scale: int, start: str, end: str, seed: int, fmt: str = "influx") -> Path:
     tag = f"cpu-only-s{scale}-{start}-{end}-seed{seed}".replace(":", "")
-    return tsbs_dir() / "data" / f"{tag}.influx.lp"
+    return tsbs_dir() / "data" / (f"{tag}.influx.lp" if fmt == "influx" else f"{tag}.{fmt}.dat")
 
 
-def ensure_data_file(scale: int, start: str, end: str, seed: int, log=print) -> Path:
-    """Generate the line-protocol file once (cached by scale/range/seed); return its path."""
-    path = data_file_path(scale, start, end, seed)
+def ensure_data_file(scale: int, start: str, end: str, seed: int, log=print, fmt: str = "influx") -> Path:
+    """Generate the data file of TSBS format `fmt` once (cached by scale/range/seed); return its path."""
+    path = data_file_path(scale, start, end, seed, fmt)
     with _lock("data"):
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
-            argv = data_argv(scale, start, end, seed, file=tmp)
+            argv = data_argv(scale, start, end, seed, file=tmp, fmt=fmt)
             log(f"generating data: {cmd_str(argv)}")
             subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             tmp.rename(path)
@@ -160,20 +173,22 @@ def ensure_data_file(scale: int, start: str, end: str, seed: int, log=print) -> 
 
 # ---------------------------------------------------------------- queries
 
-def queries_argv(qtype: str, scale: int, start: str, end: str, seed: int, n: int, file):
+def queries_argv(qtype: str, scale: int, start: str, end: str, seed: int, n: int, file, fmt: str = "influx"):
     return [bin_path("tsbs_generate_queries"), "--use-case=cpu-only", f"--seed={seed}", f"--scale={scale}",
             f"--timestamp-start={start}", f"--timestamp-end={end}", f"--queries={n}",
-            f"--query-type={qtype}", "--format=influx", f"--file={file}"]
+            f"--query-type={qtype}", f"--format={fmt}", f"--file={file}"]
 
 
-def ensure_query_file(qtype: str, scale: int, start: str, end: str, seed: int, n: int, log=print):
-    """Generate (cached) `n` queries of `qtype` over [start, end); return (path, argv).
+def ensure_query_file(qtype: str, scale: int, start: str, end: str, seed: int, n: int, log=print,
+                      fmt: str = "influx", post_process=None):
+    """Generate (cached) `n` queries of `qtype` in TSBS format `fmt` over [start, end); return (path, argv).
+    `post_process(tmp_path)` may rewrite the fresh file before it is renamed into the cache.
 
     Raises RuntimeError with the generator's message when the type cannot be generated (e.g. a window longer
-    than the data)."""
+    than the data, or a type the format does not implement)."""
     tag = f"{qtype}-s{scale}-{start}-{end}-seed{seed}-n{n}".replace(":", "")
-    path = tsbs_dir() / "queries" / f"{tag}.gob"
-    argv = queries_argv(qtype, scale, start, end, seed, n, path.with_suffix(".tmp"))
+    path = tsbs_dir() / "queries" / (f"{tag}.gob" if fmt == "influx" else f"{tag}.{fmt}.gob")
+    argv = queries_argv(qtype, scale, start, end, seed, n, path.with_suffix(".tmp"), fmt)
     with _lock("queries"):
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -181,7 +196,10 @@ def ensure_query_file(qtype: str, scale: int, start: str, end: str, seed: int, n
             if p.returncode != 0:
                 path.with_suffix(".tmp").unlink(missing_ok=True)
                 msg = (p.stderr or p.stdout).strip().splitlines()
-                raise RuntimeError(f"tsbs_generate_queries {qtype}: {msg[-1] if msg else p.returncode}")
+                why = next((m for m in msg if m.startswith("panic:") or "rror" in m), msg[-1] if msg else "")
+                raise RuntimeError(f"tsbs_generate_queries {qtype}: {why or p.returncode}")
+            if post_process is not None:
+                post_process(path.with_suffix(".tmp"))
             path.with_suffix(".tmp").rename(path)
     return path, argv[:-1] + [f"--file={path}"]
 
