@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import subprocess
+import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -74,8 +75,12 @@ class ClickHousePeer(Peer):
                       root / "stdout.log", lambda: http_ok(url + "/ping"), [root / "data"], url=url, cwd=root)
 
     def sql(self, server, q):
-        with urllib.request.urlopen(server.url + "/?" + urllib.parse.urlencode({"query": q}), timeout=600) as r:
-            return r.read().decode().strip()
+        try:
+            req = urllib.request.Request(server.url + "/", data=q.encode(), method="POST")  # GET is read-only
+            with urllib.request.urlopen(req, timeout=600) as r:
+                return r.read().decode().strip()
+        except urllib.error.HTTPError as e:
+            raise RuntimeError(f"ClickHouse: {q}: {e.code} {e.read().decode(errors='replace')[:500]}") from e
 
     def load_argv(self, server, workers, batch):
         return [self.loader, f"--host=127.0.0.1:{self.tcp_port}?x=", "--user=default", "--password=",
@@ -84,7 +89,7 @@ class ClickHousePeer(Peer):
     def count(self, server):
         try:
             return int(self.sql(server, f"SELECT count() FROM {DB}.cpu") or 0)
-        except OSError:
+        except (OSError, RuntimeError):
             return 0  # no table yet
 
     def settle(self, server, log):

@@ -231,6 +231,7 @@ class Peer:
     answers_comparable = True # False: its query language answers a different question (PromQL windows)
     notes = []                # what is not comparable, shown in the report
     data_range = (0, 0)       # [start, end) of the data set, epoch seconds (set by bench/compare)
+    settled_disk = "after_settle"  # which disk figure is the settled size ("after_stop": preallocating peers)
 
     def install(self, log) -> str:
         """Install if missing (raise PeerInstallError with the reason); return the version."""

@@ -107,6 +107,7 @@ def crosscheck(results_dir, results) -> dict:
         if not rs:
             continue
         answers = {r["peer"]: load_answers(results_dir, r) for r in rs}
+        fmts = {r["peer"]: r.get("tsbs_format") for r in rs}
         per_type = out.setdefault(sc, {})
         for qtype in QUERY_TYPES:
             have = [p for p in answers if "answers" in answers[p].get(qtype, {}) and answers[p][qtype]["answers"]]
@@ -123,21 +124,32 @@ def crosscheck(results_dir, results) -> dict:
                 elif p == ref:
                     entry[p] = ("ref", f"reference ({len(a['answers'])} answers)")
                 else:
-                    ref_a = answers[ref][qtype]["answers"]
-                    n = min(len(ref_a), len(a["answers"]))
-                    diffs = []
-                    for i in range(n):
-                        d = report_answers.compare([tuple(map(_tup, row)) for row in ref_a[i]["rows"]],
-                                                   [tuple(map(_tup, row)) for row in a["answers"][i]["rows"]])
-                        if d:
-                            diffs.append(f"query {i + 1}: {d}")
-                    if n == 0:
-                        entry[p] = ("error", "no answers printed")
-                    elif diffs:
-                        entry[p] = ("mismatch", "; ".join(diffs[:2]))
-                    else:
-                        entry[p] = ("ok", f"{n} answers equal")
+                    entry[p] = _compare_answers(qtype, answers[ref][qtype]["answers"], a["answers"],
+                                                fmts.get(ref), fmts.get(p))
     return out
+
+
+def _compare_answers(qtype, ref_a, got_a, ref_fmt, fmt):
+    """(status, text) of one peer's first answers against the reference's, query by query."""
+    n = min(len(ref_a), len(got_a))
+    if n == 0:
+        return ("error", "no answers printed")
+    same_q = [i for i in range(n) if report_answers.question(ref_a[i]["query"]) ==
+              report_answers.question(got_a[i]["query"])]
+    if not same_q:
+        return ("n/a", "TSBS's generator asks this format other hosts/times: not the same question")
+    diffs = []
+    for i in same_q:
+        d = report_answers.compare([tuple(map(_tup, row)) for row in ref_a[i]["rows"]],
+                                   [tuple(map(_tup, row)) for row in got_a[i]["rows"]])
+        if d:
+            diffs.append(f"query {i + 1}: {d}")
+    if diffs:
+        why = report_answers.definition_difference(qtype, ref_fmt, fmt)
+        if why and len(diffs) == len(same_q):
+            return ("tsbs", f"differs as TSBS's queries do: {why}")
+        return ("mismatch", "; ".join(diffs[:2]))
+    return ("ok", f"{len(same_q)} answers equal")
 
 
 def _tup(x):
@@ -184,7 +196,8 @@ def build_summary(results, checks) -> dict:
             "disk_after_load_bytes": dk.get("after_load", {}).get("allocated_bytes"),
             "disk_after_settle_bytes": dk.get("after_settle", {}).get("allocated_bytes"),
             "disk_after_stop_bytes": dk.get("after_stop", {}).get("allocated_bytes"),
-            "bytes_per_value": dk.get("after_settle", {}).get("bytes_per_value"),
+            "settled_disk": r.get("settled_disk", "after_settle"),
+            "bytes_per_value": _settled(r).get("bytes_per_value"),
             "queries": r.get("queries"),
         })
     mismatches = sum(1 for sc in checks.values() for t in sc.values() for k, v in t.items()
@@ -200,7 +213,7 @@ def write_csvs(results_dir, results, checks):
             "committed_metrics_per_s", "loader_reported_rows_per_s", "wall_until_committed_s",
             "commit_lag_after_loader_s", "server_cpu_s", "server_peak_mem_bytes", "loader_cpu_s", "generator_cpu_s",
             "server_disk_write_bytes", "disk_after_load_bytes", "disk_after_settle_bytes", "disk_after_stop_bytes",
-            "bytes_per_value", "error"]
+            "settled_disk", "bytes_per_value", "error"]
     with open(results_dir / "summary.csv", "w", newline="") as f:
         w = csv.DictWriter(f, keys, extrasaction="ignore")
         w.writeheader()
@@ -332,7 +345,7 @@ def markdown(results, checks, summary, chart_files, chart_error) -> str:
                    "written to disk (MiB)", "loader CPU (s)", "generator CPU (s, streamed data)"], rows, 2)
     # disk
     out += ["", "## Disk", "", "Allocated bytes (`du`) of the data directories; bytes per value = settled size ÷ "
-            "(rows × 10 fields).", ""]
+            "(rows × 10 fields), settled = after settling (after a clean stop where marked).", ""]
     rows = []
     for sc in scenarios:
         s = _get(results, sc, "sundial")
@@ -343,7 +356,8 @@ def markdown(results, checks, summary, chart_files, chart_error) -> str:
             rows.append([sc, titles[r["peer"]], _fmt(_mib(dk.get("after_load", {}).get("allocated_bytes")), 1),
                          _fmt(_mib(dk.get("after_settle", {}).get("allocated_bytes")), 1),
                          _fmt(_mib(dk.get("after_stop", {}).get("allocated_bytes")), 1),
-                         _fmt(dk.get("after_settle", {}).get("bytes_per_value"), 3),
+                         _fmt(_settled(r).get("bytes_per_value"), 3)
+                         + (" (after stop)" if r.get("settled_disk") == "after_stop" else ""),
                          _ratio(_disk(r), _disk(s)) if r["peer"] != "sundial" else "1.00×"])
     out += _table(["scenario", "database", "after load (MiB)", "after settle (MiB)", "after clean stop (MiB)",
                    "bytes/value", "peer / Sundial (settled)"], rows, 2)
@@ -395,6 +409,8 @@ def markdown(results, checks, summary, chart_files, chart_error) -> str:
             for qtype, entry in per.items():
                 rows.append([qtype] + [_check_cell(entry.get(p)) for p in ps])
             out += [f"Scenario {sc}:", ""] + _table(["query type"] + [titles[p] for p in ps], rows, 1 + len(ps)) + [""]
+            whys = sorted({v[1] for entry in per.values() for k, v in entry.items() if k != "reference" and v[0] == "tsbs"})
+            out += [f"≠: {w}." for w in whys] + ([""] if whys else [])
     # targets
     out += ["## Targets (issue 7)", "", "Sundial ahead of every peer here: committed ingest ≥ 2× the best peer's, "
             "settled disk ≤ ½ of the best peer's, each query type's mean latency (1 worker) ≤ 0.5× the best "
@@ -475,8 +491,14 @@ def _rate(r):
     return (r or {}).get("load", {}).get("committed_rows_per_s") if r and _ok(r) else None
 
 
+def _settled(r) -> dict:
+    """The settled disk figure: after settling, or after a clean stop for peers that preallocate (QuestDB)."""
+    dk = (r or {}).get("disk", {})
+    return dk.get(r.get("settled_disk", "after_settle")) or dk.get("after_settle") or {}
+
+
 def _disk(r):
-    return (r or {}).get("disk", {}).get("after_settle", {}).get("allocated_bytes") if r and _ok(r) else None
+    return _settled(r).get("allocated_bytes") if r and _ok(r) else None
 
 
 def _status(r):
@@ -505,7 +527,8 @@ def _check_cell(v):
     if v is None:
         return "–"
     kind, text = v
-    return {"ok": "✓ " + text, "ref": text, "n/a": "n/a", "error": "error: " + text[:80].replace("|", "/"),
+    return {"ok": "✓ " + text, "ref": text, "n/a": "n/a" + (f" ({text})" if "question" in text else ""),
+            "tsbs": "≠ (TSBS query differs)", "error": "error: " + text[:80].replace("|", "/"),
             "mismatch": "**MISMATCH** " + text[:160].replace("|", "/")}[kind]
 
 

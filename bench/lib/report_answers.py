@@ -23,7 +23,7 @@ import re
 
 TAG_COLUMNS = {"region", "datacenter", "rack", "os", "arch", "team", "service", "service_version",
                "service_environment", "tags_id", "additional_tags", "id", "tags", "name"}
-TIME_COLUMNS = {"time", "timestamp", "ts", "bucket", "created_at", "minute", "hour"}
+TIME_COLUMNS = {"time", "timestamp", "ts", "bucket", "created_at", "minute", "hour"}  # ClickHouse: created_at
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}")
 PREFIX = re.compile(r"^ID \d+: ", re.M)
 REL_TOL = 1e-6
@@ -49,7 +49,7 @@ def _time_ns(v):
     if isinstance(v, str) and ISO.match(v):
         s = v.replace(" ", "T", 1)
         frac = 0
-        m = re.match(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$", s)
+        m = re.match(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)? ?(Z|[+-]\d{2}:?\d{2})?$", s)
         if not m:
             return None
         base = dt.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S")
@@ -126,6 +126,35 @@ def normalise(fmt: str, obj: dict):
 
 def _sort_key(r):
     return (r[0] if r[0] is not None else -1, r[1], tuple(float(f"{x:.6g}") for x in r[2]))
+
+
+def question(query: str):
+    """What a query asks, as far as the cross-check needs: its host names and timestamps (to the second).
+    TSBS's generators for different formats draw hosts and windows in different orders for some types
+    (high-cpu: window then hosts for InfluxQL, hosts then window for SQL), so the same seed can ask another
+    question; such answers are not compared."""
+    hosts = tuple(sorted(set(re.findall(r"host_\d+", query))))
+    times = tuple(sorted(_time_ns(t + "Z") // 1_000_000_000
+                         for t in re.findall(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}", query)))
+    return hosts, times
+
+
+# Where TSBS's own queries ask different questions of different formats (not a database's wrong answer).
+TSBS_DEFINITION_DIFFERENCES = {
+    ("groupby-orderby-limit", "ASC", "DESC"):
+        "TSBS's InfluxQL and QuestDB queries have no ORDER BY time DESC (the earliest 5 minutes), its SQL for "
+        "PostgreSQL/ClickHouse orders DESC (the latest 5 minutes)",
+}
+ORDER_DESC_FORMATS = {"timescaledb", "clickhouse"}
+
+
+def definition_difference(qtype: str, fmt_a: str, fmt_b: str):
+    """The explanation when TSBS's queries of `qtype` for these two formats ask different questions."""
+    oa = "DESC" if fmt_a in ORDER_DESC_FORMATS else "ASC"
+    ob = "DESC" if fmt_b in ORDER_DESC_FORMATS else "ASC"
+    if oa == ob:
+        return None
+    return TSBS_DEFINITION_DIFFERENCES.get((qtype, *sorted((oa, ob))))
 
 
 def _close(a, b):
