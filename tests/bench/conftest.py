@@ -1,0 +1,48 @@
+"""Fixtures of the bench/compare smoke test: one quick run against Sundial and InfluxDB 1.x for the session."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# The smallest run that still has every query type: TSBS needs 12 h of data for the double-groupby windows.
+QUICK_ARGS = ["--profile", "quick", "--peers", "sundial,influxdb", "--scenarios", "1", "--scale", "10",
+              "--duration", str(13 * 3600), "--queries-per-type", "3", "--check-queries", "2", "--settle", "12",
+              "--step-timeout", "300"]
+
+
+def sundial_bin() -> str:
+    """As tests/it: $SUNDIAL_BIN (scripts/test sets it to the debug build), else the debug build."""
+    if os.environ.get("SUNDIAL_BIN"):
+        return os.environ["SUNDIAL_BIN"]
+    target = os.environ.get("CARGO_TARGET_DIR", str(Path.home() / ".cache/sundial/target"))
+    path = Path(target) / "debug" / "sundial"
+    if not path.exists():
+        raise RuntimeError(f"{path} not found: run `cargo build -p sundial` or set SUNDIAL_BIN")
+    return str(path)
+
+
+class QuickRun:
+    def __init__(self, results_dir, proc, output, seconds):
+        self.results_dir, self.returncode, self.output, self.seconds = results_dir, proc.returncode, output, seconds
+        self.pid = proc.pid
+
+
+@pytest.fixture(scope="session")
+def quick_run(tmp_path_factory):
+    results = tmp_path_factory.mktemp("compare") / "results"
+    argv = [sys.executable, str(ROOT / "bench" / "compare"), *QUICK_ARGS, "--results-dir", str(results)]
+    env = dict(os.environ, SUNDIAL_BIN=sundial_bin())
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = proc.communicate(timeout=900)
+    except subprocess.TimeoutExpired:
+        proc.terminate()  # bench/compare stops its servers on SIGTERM
+        out, _ = proc.communicate(timeout=120)
+        pytest.fail(f"bench/compare did not finish in 900 s:\n{out[-5000:]}")
+    return QuickRun(results, proc, out, time.monotonic() - t0)

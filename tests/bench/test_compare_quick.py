@@ -1,0 +1,77 @@
+"""bench/compare --profile quick, at the smallest size, against Sundial and InfluxDB 1.x: the report is made,
+every row is committed and counted, and Sundial's answers equal InfluxDB's. (Timings of a debug build mean
+nothing; this checks the harness, not the figures. The other peers are not run in CI.)"""
+
+import csv
+import json
+import os
+
+
+def test_run_succeeds(quick_run):
+    assert quick_run.returncode == 0, quick_run.output[-5000:]
+
+
+def test_report_files_and_tables(quick_run):
+    d = quick_run.results_dir
+    for name in ("REPORT.md", "summary.csv", "queries.csv", "crosscheck.csv", "report.json",
+                 "raw/s1-sundial.json", "raw/s1-influxdb.json"):
+        assert (d / name).is_file(), f"{name} missing; output:\n{quick_run.output[-3000:]}"
+    md = (d / "REPORT.md").read_text()
+    for heading in ("## Scenarios", "## Databases", "## Ingest", "Ratio Sundial / peer", "## Resources during the load",
+                    "## Disk", "## Query latency, scenario 1, 1 worker(s)", "## Query latency, scenario 1, 8 worker(s)",
+                    "## Answer cross-check", "## Targets (issue 7)", "## Published context"):
+        assert heading in md, f"no `{heading}` in REPORT.md"
+    assert "debug build" in md or "release build" in md
+    charts = {p.name for p in (d / "charts").glob("*.png")}
+    assert {"ingest.png", "disk.png", "queries-s1-w1.png", "queries-s1-w8.png", "load-s1.png"} <= charts, charts
+
+
+def test_every_row_committed_and_counted(quick_run):
+    rep = json.loads((quick_run.results_dir / "report.json").read_text())
+    pairs = {p["peer"]: p for p in rep["pairs"]}
+    assert set(pairs) == {"sundial", "influxdb"}
+    for name, p in pairs.items():
+        assert p["ok"], f"{name}: {p['error']}"
+        assert p["counted_rows"] == p["rows"] == 10 * 13 * 360, (name, p["counted_rows"], p["rows"])
+        assert p["committed_rows_per_s"] > 0 and p["server_cpu_s"] is not None
+        assert p["server_peak_mem_bytes"] > 0 and p["disk_after_settle_bytes"] > 0 and p["bytes_per_value"] > 0
+
+
+def test_queries_ran_for_every_type(quick_run):
+    with open(quick_run.results_dir / "queries.csv") as f:
+        rows = list(csv.DictReader(f))
+    for peer in ("sundial", "influxdb"):
+        for workers in ("1", "8"):
+            got = {r["query_type"]: r for r in rows if r["peer"] == peer and r["workers"] == workers}
+            assert len(got) == 15, (peer, workers, sorted(got))
+            bad = {t: r["status"] for t, r in got.items() if r["status"] != "ok" or not r["mean_ms"]}
+            assert not bad, (peer, workers, bad)
+
+
+def test_answers_cross_checked_without_mismatch(quick_run):
+    rep = json.loads((quick_run.results_dir / "report.json").read_text())
+    assert rep["crosscheck_mismatches"] == 0
+    checks = rep["crosscheck"]["1"]
+    assert len(checks) == 15
+    for qtype, entry in checks.items():
+        assert entry["reference"] == "influxdb", (qtype, entry)
+        assert entry["sundial"][0] == "ok", (qtype, entry["sundial"])
+
+
+def test_leaves_nothing_running(quick_run):
+    """No process started by the run is left: servers and clients ran with its pid in their scratch paths."""
+    tag = f"-{quick_run.pid}/"
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if tag in cmd:
+            left.append(f"{pid}: {cmd}")
+    assert not left, left
+
+
+def test_finishes_in_time(quick_run):
+    assert quick_run.seconds < 240, f"the quick smoke run took {quick_run.seconds:.0f} s"
