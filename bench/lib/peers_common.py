@@ -21,6 +21,7 @@ import sundial_server
 from procutil import CLK_TCK, cmd_str
 
 DB = "benchmark"
+STEP_TIMEOUT_S = 3600  # limit of one install/build command (bench/compare sets it from --step-timeout)
 
 
 class PeerInstallError(RuntimeError):
@@ -30,6 +31,7 @@ class PeerInstallError(RuntimeError):
 def run(argv, log=print, **kw):
     """subprocess.run with the command logged; raises CalledProcessError with its output on failure."""
     log(f"  $ {cmd_str(argv)}")
+    kw.setdefault("timeout", STEP_TIMEOUT_S)
     p = subprocess.run([str(a) for a in argv], capture_output=True, text=True, **kw)
     if p.returncode != 0:
         raise subprocess.CalledProcessError(p.returncode, p.args, p.stdout, p.stderr)
