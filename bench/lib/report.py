@@ -140,6 +140,10 @@ def _compare_answers(qtype, ref_a, got_a, ref_fmt, fmt):
         return ("n/a", "TSBS's generator asks this format other hosts/times: not the same question")
     diffs = []
     for i in same_q:
+        na, nb = ref_a[i].get("n_rows"), got_a[i].get("n_rows")
+        if na is not None and nb is not None and na != nb:
+            diffs.append(f"query {i + 1}: {na} rows vs {nb}")
+            continue
         d = report_answers.compare([tuple(map(_tup, row)) for row in ref_a[i]["rows"]],
                                    [tuple(map(_tup, row)) for row in got_a[i]["rows"]])
         if d:
