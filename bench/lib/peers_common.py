@@ -168,6 +168,7 @@ class TreeSampler:
         self.pid, self.tree, self.interval_s = pid, tree, interval_s
         self.series = []  # (seconds since start, cumulative CPU seconds since start, memory bytes)
         self.peak_mem = 0
+        self.io0, self.io_last = {}, {}  # pid -> write_bytes (/proc/PID/io) at the start, and last seen
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -188,9 +189,23 @@ class TreeSampler:
             return procutil.proc_mem_bytes(self.pid)["rss_bytes"]
         return sum(_pss_bytes(p) for p in tree_pids(self.pid))
 
+    def _io(self) -> dict:
+        """write_bytes of every process: bytes it caused to be written to storage."""
+        out = {}
+        for p in (tree_pids(self.pid) if self.tree else [self.pid]):
+            try:
+                with open(f"/proc/{p}/io") as f:
+                    for line in f:
+                        if line.startswith("write_bytes:"):
+                            out[p] = int(line.split()[1])
+            except OSError:
+                pass
+        return out
+
     def start(self):
         self.t0 = time.monotonic()
         self.cpu0 = self._cpu()
+        self.io0 = self._io()
         self._thread.start()
         return self
 
@@ -200,6 +215,7 @@ class TreeSampler:
         except (OSError, ProcessLookupError):
             return
         self.peak_mem = max(self.peak_mem, mem)
+        self.io_last.update(self._io())  # backends that exit keep their last figure
         self.series.append((round(time.monotonic() - self.t0, 2), round(cpu, 2), mem))
 
     def _run(self):
@@ -216,6 +232,7 @@ class TreeSampler:
         return {"server_cpu_s": cpu, "server_cpu_util": round(cpu / wall, 3) if cpu is not None and wall else None,
                 "server_peak_mem_bytes": self.peak_mem,
                 "server_mem_measure": "sum of PSS over the process tree" if self.tree else "VmRSS",
+                "server_disk_write_bytes": sum(v - self.io0.get(p, 0) for p, v in self.io_last.items()),
                 "timeline": self.series}
 
 

@@ -9,21 +9,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "lib"))
+import sundial_server  # noqa: E402
+
 # The smallest run that still has every query type: TSBS needs 12 h of data for the double-groupby windows.
 QUICK_ARGS = ["--profile", "quick", "--peers", "sundial,influxdb", "--scenarios", "1", "--scale", "10",
               "--duration", str(13 * 3600), "--queries-per-type", "3", "--check-queries", "2", "--settle", "12",
               "--step-timeout", "300"]
-
-
-def sundial_bin() -> str:
-    """As tests/it: $SUNDIAL_BIN (scripts/test sets it to the debug build), else the debug build."""
-    if os.environ.get("SUNDIAL_BIN"):
-        return os.environ["SUNDIAL_BIN"]
-    target = os.environ.get("CARGO_TARGET_DIR", str(Path.home() / ".cache/sundial/target"))
-    path = Path(target) / "debug" / "sundial"
-    if not path.exists():
-        raise RuntimeError(f"{path} not found: run `cargo build -p sundial` or set SUNDIAL_BIN")
-    return str(path)
 
 
 class QuickRun:
@@ -36,7 +28,8 @@ class QuickRun:
 def quick_run(tmp_path_factory):
     results = tmp_path_factory.mktemp("compare") / "results"
     argv = [sys.executable, str(ROOT / "bench" / "compare"), *QUICK_ARGS, "--results-dir", str(results)]
-    env = dict(os.environ, SUNDIAL_BIN=sundial_bin())
+    # $SUNDIAL_BIN (scripts/test sets it to the debug build), else the release build, else the debug build.
+    env = dict(os.environ, SUNDIAL_BIN=str(sundial_server.find_binary(allow_debug=True)))
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
