@@ -64,8 +64,8 @@ def _pdeathsig_as(uid=None, gid=None):
 
 
 class Server(procutil.ServerProcess):
-    """A server child whose readiness is `ready()` (any check: HTTP 200, a SQL answer). Like
-    procutil.ServerProcess it dies with the harness; `stop_signal` is what a clean stop sends."""
+    """A server child whose readiness is `ready()` (any check: HTTP 200, a SQL answer), optionally run as another
+    user. Like procutil.ServerProcess (whose stop() it uses) it dies with the harness."""
 
     def __init__(self, name, argv, log_path, ready, data_dirs, url=None, env=None, cwd=None, user=None,
                  stop_signal=signal.SIGTERM):
@@ -98,19 +98,6 @@ class Server(procutil.ServerProcess):
         self.stop()
         raise RuntimeError(f"{self.name} was not ready within {timeout_s:.0f} s\n--- {self.log_path} ---\n"
                            f"{self.log_tail()}")
-
-    def stop(self, timeout_s: float = 60.0):
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.send_signal(self.stop_signal)
-            try:
-                self.proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        if not self._log.closed:
-            self._log.close()
 
 
 def http_ok(url: str, timeout: float = 2.0) -> bool:

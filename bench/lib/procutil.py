@@ -145,6 +145,7 @@ class ServerProcess:
     """A server child process with a log file; `ping_url` must answer 204 once it is ready."""
 
     name = "server"
+    stop_signal = signal.SIGTERM  # what a clean stop sends first (PostgreSQL: SIGINT, its "fast" shutdown)
 
     def __init__(self, argv, log_path, ping_url, env=None, cwd=None):
         self.argv, self.log_path, self.ping_url = [str(a) for a in argv], Path(log_path), ping_url
@@ -182,11 +183,11 @@ class ServerProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def stop(self, timeout_s: float = 30.0):
-        """SIGTERM, wait up to `timeout_s`, then SIGKILL. Idempotent."""
+        """`stop_signal` (SIGTERM), wait up to `timeout_s`, then SIGKILL. Idempotent."""
         if self.proc is None:
             return
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
+            self.proc.send_signal(self.stop_signal)
             try:
                 self.proc.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:

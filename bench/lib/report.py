@@ -17,16 +17,9 @@ from pathlib import Path
 
 import report_answers
 from procutil import cache_dir
+from tsbs_tools import QUERY_TYPES, parse_rfc3339
 
 PEER_ORDER = ["sundial", "influxdb", "questdb", "victoriametrics", "postgres", "clickhouse"]
-QUERY_TYPES = [
-    "single-groupby-1-1-1", "single-groupby-1-1-12", "single-groupby-1-8-1",
-    "single-groupby-5-1-1", "single-groupby-5-1-12", "single-groupby-5-8-1",
-    "cpu-max-all-1", "cpu-max-all-8",
-    "double-groupby-1", "double-groupby-5", "double-groupby-all",
-    "high-cpu-1", "high-cpu-all",
-    "lastpoint", "groupby-orderby-limit",
-]
 MIB = 2**20
 CHARTS_REQUIREMENTS = Path(__file__).resolve().parents[1] / "requirements-charts.txt"
 
@@ -483,7 +476,6 @@ def _dur(s):
 
 
 def _span(sizes):
-    from tsbs_tools import parse_rfc3339
     return int((parse_rfc3339(sizes["query_end"]) - parse_rfc3339(sizes["start"])).total_seconds())
 
 
