@@ -21,6 +21,13 @@ from tsbs_tools import QUERY_TYPES, parse_rfc3339
 
 PEER_ORDER = ["sundial", "influxdb", "questdb", "victoriametrics", "postgres", "clickhouse"]
 MIB = 2**20
+CATEGORY = {t: c for c, ts in (
+    ("simple rollups", ["single-groupby-1-1-1", "single-groupby-1-1-12", "single-groupby-1-8-1",
+                        "single-groupby-5-1-1", "single-groupby-5-1-12", "single-groupby-5-8-1"]),
+    ("aggregates", ["cpu-max-all-1", "cpu-max-all-8"]),
+    ("double rollups", ["double-groupby-1", "double-groupby-5", "double-groupby-all"]),
+    ("thresholds", ["high-cpu-1", "high-cpu-all"]),
+    ("complex", ["lastpoint", "groupby-orderby-limit"])) for t in ts}  # TSBS's (and TDengine's) grouping
 CHARTS_REQUIREMENTS = Path(__file__).resolve().parents[1] / "requirements-charts.txt"
 
 # TDengine's published TSBS cpu-only report (TDengine 3.0, InfluxDB 1.8.10, TimescaleDB 2.6.0; AWS r4.8xlarge,
@@ -274,6 +281,11 @@ def markdown(results, checks, summary, chart_files, chart_error) -> str:
                      "yes" + (f" (first {_dur(_span(s))})" if s.get("queries") and _span(s) != s["duration_s"] else "")
                      if s.get("queries") else "no"])
     out += _table(["scenario", "devices", "duration", "rows", "report's size", "duration shortened", "queries"], rows)
+    mixed = [sc for sc in scenarios if len({r["sizes"]["rows"] for r in _peers_in(results, sc)}) > 1]
+    if mixed:
+        out += ["", f"> **Warning: scenario(s) {', '.join(map(str, mixed))} mix results of different sizes "
+                    "(runs with other --scale/--duration into the same results dir): their ratios compare unlike "
+                    "data. Rerun those pairs.**"]
     # peers
     out += ["", "## Databases", ""]
     rows = []
@@ -369,7 +381,7 @@ def markdown(results, checks, summary, chart_files, chart_error) -> str:
             rows = []
             for qtype in QUERY_TYPES:
                 s = _q(_get(results, sc, "sundial"), w, qtype)
-                row = [qtype, _qcell(s)]
+                row = [CATEGORY.get(qtype, ""), qtype, _qcell(s)]
                 best = None
                 for r in rs:
                     if r["peer"] == "sundial":
@@ -383,8 +395,8 @@ def markdown(results, checks, summary, chart_files, chart_error) -> str:
                     row.append(cell)
                 row.append(_ratio(s.get("mean_ms") if isinstance(s, dict) else None, best))
                 rows.append(row)
-            out += _table(["query type", "Sundial"] + [titles[r["peer"]] for r in rs if r["peer"] != "sundial"]
-                          + ["Sundial / best peer"], rows)
+            out += _table(["category", "query type", "Sundial"]
+                          + [titles[r["peer"]] for r in rs if r["peer"] != "sundial"] + ["Sundial / best peer"], rows, 2)
             qps = []
             for r in rs:
                 vals = [q.get("queries_per_s") for q in (r["queries"].get(w) or {}).values()
