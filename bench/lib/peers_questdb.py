@@ -40,6 +40,8 @@ class QuestDBPeer(Peer):
              "than Sundial's and InfluxDB's fsync-before-204.",
              "Settled disk: measured after a clean stop, as QuestDB preallocates column files while they are "
              "open (hundreds of MiB even for tiny tables); the after-settle figure is shown too.",
+             "Symbol capacity left at QuestDB's default (256; ILP creates the table): its docs advise sizing it to "
+             "the number of distinct values, so the high-cardinality scenarios 3-5 may understate QuestDB.",
              "double-groupby queries: `GROUP BY timestamp, hostname` after SAMPLE BY blanked (QuestDB >= 8 "
              "rejects it; SAMPLE BY already groups by the non-aggregated hostname)."]
 
