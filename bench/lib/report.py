@@ -144,8 +144,15 @@ def _compare_answers(qtype, ref_a, got_a, ref_fmt, fmt):
         if na is not None and nb is not None and na != nb:
             diffs.append(f"query {i + 1}: {na} rows vs {nb}")
             continue
-        d = report_answers.compare([tuple(map(_tup, row)) for row in ref_a[i]["rows"]],
-                                   [tuple(map(_tup, row)) for row in got_a[i]["rows"]])
+        ra_rows = [tuple(map(_tup, row)) for row in ref_a[i]["rows"]]
+        rb_rows = [tuple(map(_tup, row)) for row in got_a[i]["rows"]]
+        if len(ra_rows) < (na or 0) or len(rb_rows) < (nb or 0):
+            # Kept rows were cut at the same count, but sorted with or without host names: compare only the
+            # timestamps both kept whole (those before the last one of either).
+            cut = min(r[-1][0] for r in (ra_rows, rb_rows) if r and r[-1][0] is not None)
+            ra_rows = [r for r in ra_rows if r[0] is not None and r[0] < cut]
+            rb_rows = [r for r in rb_rows if r[0] is not None and r[0] < cut]
+        d = report_answers.compare(ra_rows, rb_rows)
         if d:
             diffs.append(f"query {i + 1}: {d}")
     if diffs:
@@ -153,7 +160,8 @@ def _compare_answers(qtype, ref_a, got_a, ref_fmt, fmt):
         if why and len(diffs) == len(same_q):
             return ("tsbs", f"differs as TSBS's queries do: {why}")
         return ("mismatch", "; ".join(diffs[:2]))
-    return ("ok", f"{len(same_q)} answers equal")
+    other = n - len(same_q)
+    return ("ok", f"{len(same_q)} answers equal" + (f", {other} to another question not compared" if other else ""))
 
 
 def _tup(x):

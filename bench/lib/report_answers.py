@@ -27,6 +27,7 @@ TIME_COLUMNS = {"time", "timestamp", "ts", "bucket", "created_at", "minute", "ho
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}")
 PREFIX = re.compile(r"^ID \d+: ", re.M)
 REL_TOL = 1e-6
+ROW_INTERVAL_NS = 10 * 10**9  # TSBS cpu-only: one row per host every 10 s, on the 10 s grid
 
 
 def parse_printed(text: str) -> list:
@@ -129,14 +130,20 @@ def _sort_key(r):
 
 
 def question(query: str):
-    """What a query asks, as far as the cross-check needs: its host names and timestamps (to the second).
-    TSBS's generators for different formats draw hosts and windows in different orders for some types
-    (high-cpu: window then hosts for InfluxQL, hosts then window for SQL), so the same seed can ask another
-    question; such answers are not compared."""
+    """What a query asks, as far as the cross-check needs: its host names, and each time bound as the first data
+    timestamp at or after it (TSBS cpu-only rows are 10 s apart). TSBS's generators for different formats draw
+    hosts and windows in different orders for some types (high-cpu: window then hosts for InfluxQL, hosts then
+    window for SQL), and print bounds to the second (InfluxQL, QuestDB) or to the microsecond (PostgreSQL): the
+    same seed can then ask another question (`time >= …:50Z` holds the row at :50, `>= …:50.3` does not).
+    Such answers are not compared."""
     hosts = tuple(sorted(set(re.findall(r"host_\d+", query))))
-    times = tuple(sorted(_time_ns(t + "Z") // 1_000_000_000
-                         for t in re.findall(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}", query)))
-    return hosts, times
+    step = ROW_INTERVAL_NS
+    times = []
+    for m in re.finditer(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?( ?(Z|[+-]\d{2}:?\d{2}))?", query):
+        t = _time_ns(m.group(0) if m.group(2) else m.group(0) + "Z")
+        if t is not None:
+            times.append(-(-t // step) * step)
+    return hosts, tuple(sorted(times))
 
 
 # Where TSBS's own queries ask different questions of different formats (not a database's wrong answer).

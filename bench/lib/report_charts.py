@@ -38,7 +38,7 @@ def grouped_bars(ax, groups, series, values, log=False):
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: never over a bar
 
 
 def main(report_json, out_dir):
@@ -59,14 +59,14 @@ def main(report_json, out_dir):
         plt.close(fig)
         written.append(f"{out_dir.name}/{name}")
 
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plt.subplots(figsize=(10, 4.5))
     grouped_bars(ax, [f"scenario {s}" for s in scenarios], order,
                  {(f"scenario {p['scenario']}", p["peer"]): p["committed_rows_per_s"] for p in pairs if p["ok"]})
     ax.set_ylabel("committed rows/s")
     ax.set_title("Ingest (until a count query sees every row)")
     save(fig, "ingest.png")
 
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plt.subplots(figsize=(10, 4.5))
     grouped_bars(ax, [f"scenario {s}" for s in scenarios], order,
                  {(f"scenario {p['scenario']}", p["peer"]): p["bytes_per_value"] for p in pairs if p["ok"]})
     ax.set_ylabel("bytes per stored value (after settling)")
@@ -85,7 +85,7 @@ def main(report_json, out_dir):
                 for t, q in (p["queries"].get(w) or {}).items():
                     if isinstance(q, dict) and q.get("mean_ms"):
                         vals[(t, p["peer"])] = q["mean_ms"]
-            fig, ax = plt.subplots(figsize=(13, 5))
+            fig, ax = plt.subplots(figsize=(15, 5))
             grouped_bars(ax, types, [(k, lbl) for k, lbl in order if any(p["peer"] == k for p in ps)], vals, log=True)
             ax.set_xticklabels(types, rotation=35, ha="right", fontsize=8)
             ax.set_ylabel("mean latency (ms, log scale)")
@@ -97,11 +97,16 @@ def main(report_json, out_dir):
         lines = [x for x in lines if x[2]]
         if not lines:
             continue
-        fig, (a1, a2) = plt.subplots(2, 1, figsize=(9, 6), sharex=True)
+        fig, (a1, a2) = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
         for key, label, tl in lines:
-            t = [x[0] for x in tl]
-            cores = [0.0] + [(tl[i][1] - tl[i - 1][1]) / max(1e-6, tl[i][0] - tl[i - 1][0]) for i in range(1, len(tl))]
-            a1.plot(t, cores, label=label, color=COLORS.get(key), lw=1.2)
+            # CPU between samples at least 0.3 s apart (the last sample may follow the previous one closely and
+            # would turn one clock tick into a spike)
+            pts, prev = [], tl[0]
+            for x in tl[1:]:
+                if x[0] - prev[0] >= 0.3:
+                    pts.append((x[0], (x[1] - prev[1]) / (x[0] - prev[0])))
+                    prev = x
+            a1.plot([p[0] for p in pts], [p[1] for p in pts], label=label, color=COLORS.get(key), lw=1.2)
             a2.plot(t, [x[2] / 2**20 for x in tl], label=label, color=COLORS.get(key), lw=1.2)
         a1.set_ylabel("server CPU (cores busy)")
         a2.set_ylabel("server memory (MiB)")
@@ -109,7 +114,7 @@ def main(report_json, out_dir):
         a1.set_title(f"Scenario {s}: server CPU and memory during the load (until committed)")
         a1.grid(alpha=0.3)
         a2.grid(alpha=0.3)
-        a1.legend(fontsize=8)
+        a1.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         save(fig, f"load-s{s}.png")
     print("\n".join(written))
 

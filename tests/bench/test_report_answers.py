@@ -60,6 +60,9 @@ def test_question_sees_hosts_and_seconds():
     q_pg = "SELECT * FROM cpu WHERE time >= '2016-01-01 00:40:34.138978 +0000' AND hostname IN ('host_9')"
     q_other = "SELECT * FROM cpu WHERE time >= '2016-01-01 00:14:41.138978 +0000' AND hostname IN ('host_5')"
     assert ra.question(q_influx) == ra.question(q_pg) != ra.question(q_other)
+    # On the 10 s data grid, `>= …:50Z` holds the row at :50 and `>= …:50.3` does not: another question.
+    assert ra.question("time >= '2016-01-01T00:40:50Z'") != ra.question("time >= '2016-01-01 00:40:50.3 +0000'")
+    assert ra.question("time >= '2016-01-01T00:40:51Z'") == ra.question("time >= '2016-01-01 00:40:51.3 +0000'")
 
 
 def test_definition_difference_only_across_order_conventions():
