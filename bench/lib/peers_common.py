@@ -7,6 +7,7 @@ Stdlib only.
 """
 
 import ctypes
+import hashlib
 import os
 import signal
 import subprocess
@@ -325,6 +326,16 @@ class SundialPeer(_InfluxApi):
             version = "unknown"
         profile = "debug build (timings meaningless)" if "/debug/" in str(self.binary) else "release build"
         return f"{version} ({profile}: {self.binary})"
+
+    def identity(self) -> dict:
+        """Which binary ran: path, size, mtime and SHA-256 (a shared target dir can be rebuilt during a run)."""
+        st = os.stat(self.binary)
+        h = hashlib.sha256()
+        with open(self.binary, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        return {"path": str(self.binary), "size": st.st_size,
+                "mtime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(st.st_mtime)), "sha256": h.hexdigest()}
 
     def settings(self):
         return {"flags": "--flush-idle-secs 10 (memtable flushed 10 s after writes stop, as bench/tsbs)",

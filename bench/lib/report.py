@@ -185,6 +185,10 @@ def write(results_dir: Path, charts: bool = True, log=print) -> dict:
             chart_error = str(e)[-800:]
             log(f"charts not made: {chart_error}")
     md = markdown(results, checks, summary, chart_files, chart_error)
+    notes = results_dir / "NOTES.md"  # what the person who ran it observed, kept beside the data
+    if notes.exists():
+        head, sep, rest = md.partition("\n## Scenarios")
+        md = head + "\n## Notes on this run\n\n" + notes.read_text().strip() + "\n" + sep + rest
     (results_dir / "REPORT.md").write_text(md)
     return {"markdown": results_dir / "REPORT.md", "charts": chart_files}
 
@@ -276,6 +280,11 @@ def markdown(results, checks, summary, chart_files, chart_error) -> str:
            f"{first['config']['check_queries']} queries of each type cross-checked. Settle: "
            f"{first['config']['settle']:.0f} s.", ""]
     sundial = [r for r in results if r["peer"] == "sundial"]
+    bins = sorted({(r["binary"]["sha256"][:12], r["binary"]["mtime"]) for r in sundial if r.get("binary")})
+    if bins:
+        out += ["Sundial binary: " + "; ".join(f"sha256 {h}…, built {m}" for h, m in bins)
+                + (" — **more than one binary across the pairs: the target dir was rebuilt during the run**"
+                   if len(bins) > 1 else "") + ".", ""]
     if any("debug build" in str(r.get("version")) for r in sundial):
         out += ["> **Sundial ran as a debug build: its timings are meaningless (smoke test only).**", ""]
     # scenarios
