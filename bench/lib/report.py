@@ -581,5 +581,6 @@ def make_charts(results_dir: Path, log=print) -> list:
     p = subprocess.run([str(py), str(script), str(results_dir / "report.json"), str(results_dir / "charts")],
                        capture_output=True, text=True, env=dict(os.environ, MPLBACKEND="Agg"))
     if p.returncode != 0:
-        raise RuntimeError(p.stderr.strip())
+        lines = [ln for ln in p.stderr.strip().splitlines() if ln.strip()]
+        raise RuntimeError(f"report_charts.py failed: {lines[-1] if lines else p.returncode}")
     return [line.strip() for line in p.stdout.splitlines() if line.strip().endswith(".png")]

@@ -107,7 +107,7 @@ def main(report_json, out_dir):
                     pts.append((x[0], (x[1] - prev[1]) / (x[0] - prev[0])))
                     prev = x
             a1.plot([p[0] for p in pts], [p[1] for p in pts], label=label, color=COLORS.get(key), lw=1.2)
-            a2.plot(t, [x[2] / 2**20 for x in tl], label=label, color=COLORS.get(key), lw=1.2)
+            a2.plot([x[0] for x in tl], [x[2] / 2**20 for x in tl], label=label, color=COLORS.get(key), lw=1.2)
         a1.set_ylabel("server CPU (cores busy)")
         a2.set_ylabel("server memory (MiB)")
         a2.set_xlabel("seconds since the loader started")
