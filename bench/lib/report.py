@@ -7,6 +7,7 @@ are drawn by report_charts.py in a venv with the pinned matplotlib (bench/requir
 """
 
 import csv
+import fcntl
 import gzip
 import hashlib
 import json
@@ -565,13 +566,16 @@ def charts_python(log=print) -> Path:
     py = venv / "bin" / "python"
     want = hashlib.sha256(CHARTS_REQUIREMENTS.read_bytes()).hexdigest()
     stamp = venv / ".requirements.sha"
-    if not py.exists() or (stamp.read_text().strip() if stamp.exists() else "") != want:
-        log(f"making the charts venv {venv} (pinned matplotlib from PyPI)")
-        if not py.exists():
-            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r",
-                        str(CHARTS_REQUIREMENTS)], check=True, capture_output=True)
-        stamp.write_text(want)
+    cache_dir().mkdir(parents=True, exist_ok=True)
+    with open(cache_dir() / ".bench-venv.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a test run and a benchmark may both want it at once
+        if not py.exists() or (stamp.read_text().strip() if stamp.exists() else "") != want:
+            log(f"making the charts venv {venv} (pinned matplotlib from PyPI)")
+            if not py.exists():
+                subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+            subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r",
+                            str(CHARTS_REQUIREMENTS)], check=True, capture_output=True)
+            stamp.write_text(want)
     return py
 
 
