@@ -358,18 +358,20 @@ def markdown(results, checks, summary, chart_files, chart_error) -> str:
     # resources
     out += ["", "## Resources during the load", "",
             "Server CPU: utime+stime from /proc (whole process tree for PostgreSQL); memory: peak VmRSS sampled "
-            "every 0.5 s (sum of PSS for PostgreSQL); written: /proc/PID/io write_bytes; loader CPU: its rusage.", ""]
+            "every 0.5 s (sum of PSS for PostgreSQL); written: /proc/PID/io write_bytes; loader CPU: its rusage. "
+            "Load average before: /proc/loadavg when the pair started (the machine is shared).", ""]
     rows = []
     for sc in scenarios:
         for r in _peers_in(results, sc):
             ld = r.get("load")
             if not ld:
                 continue
-            rows.append([sc, titles[r["peer"]], _fmt(ld.get("server_cpu_s"), 1), _fmt(ld.get("server_cpu_util"), 2),
+            rows.append([sc, titles[r["peer"]], " ".join(r.get("loadavg_at_start") or ["–"]),
+                         _fmt(ld.get("server_cpu_s"), 1), _fmt(ld.get("server_cpu_util"), 2),
                          _fmt(_mib(ld.get("server_peak_mem_bytes"))), _fmt(_mib(ld.get("server_disk_write_bytes"))),
                          _fmt(ld.get("loader_cpu_s"), 1), _fmt(ld.get("generator_cpu_s"), 1)])
-    out += _table(["scenario", "database", "server CPU (s)", "cores busy", "peak memory (MiB)",
-                   "written to disk (MiB)", "loader CPU (s)", "generator CPU (s, streamed data)"], rows, 2)
+    out += _table(["scenario", "database", "load average before", "server CPU (s)", "cores busy", "peak memory (MiB)",
+                   "written to disk (MiB)", "loader CPU (s)", "generator CPU (s, streamed data)"], rows, 3)
     # disk
     out += ["", "## Disk", "", "Allocated bytes (`du`) of the data directories; bytes per value = settled size ÷ "
             "(rows × 10 fields), settled = after settling (after a clean stop where marked).", ""]
