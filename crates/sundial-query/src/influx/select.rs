@@ -332,21 +332,17 @@ impl Ctx<'_> {
     async fn raw(&self) -> Result<Vec<Series>, String> {
         // Columns: time, every tag (series key and grouping), then the referenced fields.
         let mut field_cols: Vec<&str> = Vec::new();
-        let mut tag_refs = false;
         for f in &self.fields {
             f.expr.walk(&mut |e| {
                 if let Expr::VarRef { name, data_type } = e {
-                    match self.info.kind(name, *data_type) {
-                        ColKind::Field(_) if !field_cols.contains(&name.as_str()) => field_cols.push(name),
-                        ColKind::Tag => tag_refs = true,
-                        _ => {}
+                    if matches!(self.info.kind(name, *data_type), ColKind::Field(_)) && !field_cols.contains(&name.as_str()) {
+                        field_cols.push(name);
                     }
                 }
             });
         }
         if field_cols.is_empty() {
             // InfluxDB answers a query of tags only (`SELECT host FROM m`) with no series, not an error.
-            let _ = tag_refs;
             return Ok(Vec::new());
         }
         let tags: Vec<&String> = self.info.tags.iter().collect();
