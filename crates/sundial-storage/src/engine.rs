@@ -674,11 +674,11 @@ fn dir_id(path: &Path, prefix: &str) -> Option<i64> {
 }
 
 impl Inner {
-    /// Sorts the active memtable's unsorted buffers of `series` in place (see `MemGen::sort_series`);
-    /// the read lock answers the common case, where every buffer is already sorted.
+    /// Sorts the active memtable's unsorted staging areas (late rows) of `series` in place (see
+    /// `MemGen::sort_staging`); the read lock answers the common case, where there is nothing to sort.
     fn sort_active(&self, db: DbId, table: TableId, series: &[SeriesId]) {
-        if self.mem.read().active.has_unsorted(db, table, series) {
-            self.mem.write().active.sort_series(db, table, series);
+        if self.mem.read().active.has_unsorted_staging(db, table, series) {
+            self.mem.write().active.sort_staging(db, table, series);
         }
     }
 
@@ -886,17 +886,12 @@ impl Inner {
             let mut series: Vec<_> = mt.series.iter().collect();
             series.sort_by_key(|(s, _)| **s);
             for (sid, buf) in series {
-                let sorted;
-                let buf = if buf.sorted { buf } else { sorted = buf.sorted_dedup(); &sorted };
-                let cols: Vec<ColId> = buf.cols.iter().map(|(c, _)| *c).collect();
-                debug_assert!(cols.iter().all(|c| col_types.contains_key(c)));
-                let start = buf.ts.partition_point(|t| *t < cutoff);
-                let rows = SeriesRows {
-                    series: *sid,
-                    ts: buf.ts[start..].to_vec(),
-                    cols: buf.cols.iter().map(|(_, c)| Some(if start == 0 { c.clone() } else { c.slice(start..c.len()) })).collect(),
-                };
-                w.add_series(&rows, &cols)?;
+                let cols = buf.columns();
+                let col_ids: Vec<ColId> = cols.iter().map(|(c, _)| *c).collect();
+                debug_assert!(col_ids.iter().all(|c| col_types.contains_key(c)));
+                // The in-order part merged with the staged late rows (a linear merge), from the cutoff on.
+                let rows = buf.read(*sid, cutoff, i64::MAX, &cols);
+                w.add_series(&rows, &col_ids)?;
             }
             for path in w.finish()? {
                 published.push(path);

@@ -1,10 +1,34 @@
-//! In-memory rows not yet in segment files: per table, per series, append-only columns.
+//! In-memory rows not yet in segment files: per table, per series, append-only columns, with a sorted
+//! staging area for late rows.
 //!
-//! Rows are appended in arrival order. A series whose timestamps only grow (the common case) stays
-//! `sorted` and is read by slicing; late or duplicate rows clear the flag and the read path sorts a copy
-//! and merges duplicates (last write wins per column). The flush does the same once, when it writes the
-//! series out.
-
+//! # The in-order part and the staging area
+//! Each [`SeriesBuf`] keeps two [`RowBuf`]s:
+//! - the **in-order part**: every row whose timestamp is above the last one of this part, appended in
+//!   arrival order, so its timestamps are strictly increasing. Reads binary-search and slice it; nothing
+//!   ever sorts it. Almost every row of a well-behaved source takes this path, and it costs what it cost
+//!   before late rows were handled at all.
+//! - the **staging area** ([`Staging`]), for a late or duplicate row (timestamp ≤ the in-order part's
+//!   last): appended in arrival order and sorted (with duplicates merged) once when it is first read.
+//!   It exists only for series that received late rows: `Option<Box<_>>` keeps a `SeriesBuf` without
+//!   them at 56 bytes, as before.
+//!
+//! Reads ([`SeriesBuf::read`], [`SeriesBuf::read_tail`]) and the flush merge the two parts linearly
+//! ([`merge_staged`]), never re-sorting the in-order part. **Last write wins per column**: a staged row
+//! arrived after every in-order row with the same timestamp (an in-order row is above the part's last
+//! timestamp when it arrives, a staged one at or below it, and that last timestamp only grows), so on a
+//! tie each column takes the staged value unless it is null, the rule of [`crate::rows::merge`].
+//! What keeps that argument true is the invariant *every staged timestamp ≤ the in-order part's last
+//! timestamp*: only a delete can break it (by removing the in-order tail), and a delete that does folds
+//! the staging area into the in-order part ([`SeriesBuf::remove_time_range`]).
+//!
+//! Sketch (TSBS cpu-only: 10 float fields): a row costs 8 + 10 × 9 = 98 bytes in either part, plus
+//! 56 bytes once per series with late rows. A read of `n` in-order and `k` staged rows costs the copy
+//! of `n + k` rows it did before plus, the first time after new late rows, a sort of the `k` staged
+//! rows (O(k log k)); the old buffer sorted all `n + k` rows at every flush and at the first read.
+//!
+//! Memory accounting ([`MemGen::bytes`], which drives the flush and backpressure) counts staged rows
+//! and the staging box like any other row. [`MemGen::rows`] counts rows as written until duplicates
+//! are merged (an over-estimate of the distinct rows, like the byte count after a delete).
 
 use crate::FastMap as HashMap;
 use crate::batch::WriteBatch;
@@ -12,25 +36,26 @@ use crate::catalog::{ColId, DbId, SeriesId, TableId};
 use crate::rows::SeriesRows;
 use crate::types::{Column, FieldType, Value};
 
-#[derive(Debug, Default)]
-pub struct SeriesBuf {
+/// Rows of one series in column form: timestamps, and per column any row had, its values with
+/// validity, every column as long as `ts`. Whether `ts` is sorted is the owner's business (see
+/// [`SeriesBuf`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RowBuf {
     pub ts: Vec<i64>,
-    /// (column, values) for every column any row of this series had; all as long as `ts`.
     pub cols: Vec<(ColId, Column)>,
-    /// Timestamps strictly increasing.
-    pub sorted: bool,
 }
 
-impl SeriesBuf {
-    fn new() -> Self {
-        SeriesBuf { ts: Vec::new(), cols: Vec::new(), sorted: true }
+impl RowBuf {
+    pub fn len(&self) -> usize {
+        self.ts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ts.is_empty()
     }
 
     /// Appends one row; returns the approximate bytes added.
     fn push(&mut self, ts: i64, values: &[(ColId, Value)]) -> usize {
-        if self.ts.last().is_some_and(|last| *last >= ts) {
-            self.sorted = false;
-        }
         let n = self.ts.len();
         self.ts.push(ts);
         let mut bytes = 8;
@@ -61,31 +86,23 @@ impl SeriesBuf {
         bytes
     }
 
-    /// The rows with `ts_min <= ts <= ts_max`, sorted and deduplicated, for the requested columns.
-    pub fn read(&self, series: SeriesId, ts_min: i64, ts_max: i64, cols: &[(ColId, FieldType)]) -> SeriesRows {
-        self.read_tail(series, ts_min, ts_max, cols, usize::MAX)
-    }
-
-    /// Like [`SeriesBuf::read`], but only the last `n` of those rows.
-    pub fn read_tail(&self, series: SeriesId, ts_min: i64, ts_max: i64, cols: &[(ColId, FieldType)], n: usize) -> SeriesRows {
-        if self.sorted {
-            let end = self.ts.partition_point(|t| *t <= ts_max);
-            let start = self.ts.partition_point(|t| *t < ts_min).max(end.saturating_sub(n)).min(end);
-            let pick = |(col, _): &(ColId, FieldType)| {
-                self.cols.iter().find(|(c, _)| c == col).map(|(_, c)| c.slice(start..end))
-            };
-            return SeriesRows { series, ts: self.ts[start..end].to_vec(), cols: cols.iter().map(pick).collect() };
-        }
-        let sorted = self.sorted_dedup();
-        sorted.read_tail(series, ts_min, ts_max, cols, n)
+    /// The last `n` rows with `ts_min <= ts <= ts_max`, for `cols`. Requires strictly increasing `ts`.
+    fn slice_sorted(&self, series: SeriesId, ts_min: i64, ts_max: i64, cols: &[(ColId, FieldType)], n: usize) -> SeriesRows {
+        debug_assert!(self.ts.windows(2).all(|w| w[0] < w[1]), "slice_sorted of unsorted rows");
+        let end = self.ts.partition_point(|t| *t <= ts_max);
+        let start = self.ts.partition_point(|t| *t < ts_min).max(end.saturating_sub(n)).min(end);
+        let pick = |(col, _): &(ColId, FieldType)| self.cols.iter().find(|(c, _)| c == col).map(|(_, c)| c.slice(start..end));
+        SeriesRows { series, ts: self.ts[start..end].to_vec(), cols: cols.iter().map(pick).collect() }
     }
 
     /// A copy sorted by timestamp with duplicates merged: per column, the last non-null value wins.
-    pub fn sorted_dedup(&self) -> SeriesBuf {
+    pub fn sorted_dedup(&self) -> RowBuf {
         let mut order: Vec<u32> = (0..self.ts.len() as u32).collect();
         order.sort_by_key(|i| self.ts[*i as usize]); // stable: arrival order within one timestamp
-        let mut out = SeriesBuf::new();
-        out.cols = self.cols.iter().map(|(c, col)| (*c, Column::new(col.field_type()))).collect();
+        let mut out = RowBuf {
+            ts: Vec::with_capacity(order.len()),
+            cols: self.cols.iter().map(|(c, col)| (*c, Column::with_capacity(col.field_type(), order.len()))).collect(),
+        };
         let mut start = 0;
         while start < order.len() {
             let t = self.ts[order[start] as usize];
@@ -103,7 +120,7 @@ impl SeriesBuf {
         out
     }
 
-    /// Removes the rows with `ts_min <= ts <= ts_max` (a delete); returns how many.
+    /// Removes the rows with `ts_min <= ts <= ts_max`, in any order (a delete); returns how many.
     fn remove_time_range(&mut self, ts_min: i64, ts_max: i64) -> usize {
         let keep: Vec<bool> = self.ts.iter().map(|t| *t < ts_min || *t > ts_max).collect();
         let removed = keep.iter().filter(|k| !**k).count();
@@ -121,13 +138,245 @@ impl SeriesBuf {
         }
         removed
     }
+}
+
+/// The late rows of one series (see the module doc).
+///
+/// Appended in arrival order and sorted once when read, rather than kept sorted on insert, because:
+/// - inserting into sorted columns moves on average half the staged rows of every column per late row,
+///   which is quadratic: TSBS's 10 %-late load stages ~2 600 rows per host and day, so each late row
+///   would move ~1 300 values in each of 11 vectors;
+/// - a `BTreeMap` of rows would cost an allocation per row and several times the bytes of columns.
+///
+/// Appending costs what the in-order path costs. The sort is stable and O(k log k) in the staged rows
+/// only; for the active memtable it runs in place at the first read after new late rows
+/// ([`MemGen::sort_staging`]) and is then cached (`sorted`); a frozen memtable is immutable, so its
+/// reads and its flush sort a copy. Late rows that arrive in order among themselves (a whole late hour)
+/// never clear `sorted` and are never sorted at all.
+#[derive(Debug)]
+pub struct Staging {
+    rows: RowBuf,
+    /// Timestamps strictly increasing (sorted, duplicates merged).
+    sorted: bool,
+}
+
+/// One series' rows in one memtable generation: an in-order part and, for series that received late
+/// rows, a staging area (see the module doc).
+#[derive(Debug, Default)]
+pub struct SeriesBuf {
+    /// Timestamps strictly increasing; append-only except for deletes.
+    in_order: RowBuf,
+    /// `None` for every series without late rows (the common case costs 8 bytes, the size of a flag).
+    /// When present, not empty, and every timestamp in it ≤ `in_order`'s last.
+    staged: Option<Box<Staging>>,
+}
+
+impl SeriesBuf {
+    fn new() -> Self {
+        SeriesBuf::default()
+    }
+
+    /// Appends one row, to the in-order part if its timestamp is above that part's last, else to the
+    /// staging area; returns the approximate bytes added.
+    fn push(&mut self, ts: i64, values: &[(ColId, Value)]) -> usize {
+        match self.in_order.ts.last() {
+            Some(last) if ts <= *last => self.push_late(ts, values),
+            _ => self.in_order.push(ts, values),
+        }
+    }
+
+    fn push_late(&mut self, ts: i64, values: &[(ColId, Value)]) -> usize {
+        let mut bytes = 0;
+        let st = self.staged.get_or_insert_with(|| {
+            bytes += std::mem::size_of::<Staging>();
+            Box::new(Staging { rows: RowBuf::default(), sorted: true })
+        });
+        if st.rows.ts.last().is_some_and(|last| *last >= ts) {
+            st.sorted = false;
+        }
+        bytes + st.rows.push(ts, values)
+    }
+
+    /// The in-order part: timestamps strictly increasing.
+    pub fn in_order(&self) -> &RowBuf {
+        &self.in_order
+    }
+
+    /// The staging area's rows (in arrival order unless sorted), and whether they are sorted and
+    /// deduplicated; `None` if the series received no late row.
+    pub fn staged(&self) -> Option<(&RowBuf, bool)> {
+        self.staged.as_ref().map(|s| (&s.rows, s.sorted))
+    }
+
+    /// The parts as sorted, deduplicated runs (in-order first), or `None` while staged rows are not
+    /// sorted yet. Two runs may share timestamps; only [`SeriesBuf::read`] merges them.
+    pub fn sorted_parts(&self) -> Option<Vec<&RowBuf>> {
+        match &self.staged {
+            None => Some(vec![&self.in_order]),
+            Some(s) if s.sorted => Some(vec![&self.in_order, &s.rows]),
+            Some(_) => None,
+        }
+    }
+
+    /// Rows held, counting a duplicate timestamp once per write until it is merged.
+    pub fn len(&self) -> usize {
+        self.in_order.len() + self.staged.as_ref().map_or(0, |s| s.rows.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every column any row of the series had, with its type (in-order part's columns first).
+    pub fn columns(&self) -> Vec<(ColId, FieldType)> {
+        let mut out: Vec<(ColId, FieldType)> = self.in_order.cols.iter().map(|(c, col)| (*c, col.field_type())).collect();
+        for (c, col) in self.staged.iter().flat_map(|s| &s.rows.cols) {
+            if !out.iter().any(|(o, _)| o == c) {
+                out.push((*c, col.field_type()));
+            }
+        }
+        out
+    }
+
+    /// The rows with `ts_min <= ts <= ts_max`, sorted and deduplicated, for the requested columns.
+    pub fn read(&self, series: SeriesId, ts_min: i64, ts_max: i64, cols: &[(ColId, FieldType)]) -> SeriesRows {
+        self.read_tail(series, ts_min, ts_max, cols, usize::MAX)
+    }
+
+    /// Like [`SeriesBuf::read`], but only the last `n` of those rows.
+    ///
+    /// Each part is deduplicated, so the last `n` distinct timestamps of the union are among the last `n`
+    /// of each part: merging the two tails gives the tail of the merge.
+    pub fn read_tail(&self, series: SeriesId, ts_min: i64, ts_max: i64, cols: &[(ColId, FieldType)], n: usize) -> SeriesRows {
+        let in_order = self.in_order.slice_sorted(series, ts_min, ts_max, cols, n);
+        let Some(st) = &self.staged else { return in_order };
+        let copy;
+        let staged = if st.sorted {
+            &st.rows
+        } else {
+            copy = st.rows.sorted_dedup();
+            &copy
+        };
+        let staged = staged.slice_sorted(series, ts_min, ts_max, cols, n);
+        let merged = merge_staged(in_order, staged, cols);
+        let len = merged.len();
+        if len > n { merged.slice(len - n..len) } else { merged }
+    }
+
+    /// Sorts the staging area in place (once: the result is cached until the next late row); returns
+    /// how many duplicate rows were merged away.
+    fn sort_staging(&mut self) -> usize {
+        let Some(st) = self.staged.as_mut().filter(|s| !s.sorted) else { return 0 };
+        let before = st.rows.len();
+        st.rows = st.rows.sorted_dedup();
+        st.sorted = true;
+        before - st.rows.len()
+    }
+
+    /// Removes the rows with `ts_min <= ts <= ts_max` from both parts (a delete). Returns (rows removed,
+    /// duplicate rows merged away by a fold): if the delete removed the in-order tail so that a staged
+    /// timestamp is now above the in-order part's last, the staging area is merged into the in-order
+    /// part, because a later row could otherwise join the in-order part at a timestamp the staging area
+    /// holds, and the merge would take the older staged value as the newer (see the module doc).
+    fn remove_time_range(&mut self, ts_min: i64, ts_max: i64) -> (usize, usize) {
+        let mut removed = self.in_order.remove_time_range(ts_min, ts_max);
+        let Some(st) = self.staged.as_mut() else { return (removed, 0) };
+        removed += st.rows.remove_time_range(ts_min, ts_max);
+        if st.rows.is_empty() {
+            self.staged = None;
+            return (removed, 0);
+        }
+        let staged_max = st.rows.ts.iter().copied().max();
+        if self.in_order.ts.last().copied() >= staged_max {
+            return (removed, 0);
+        }
+        (removed, self.fold_staging())
+    }
+
+    /// Merges the staging area into the in-order part; returns how many duplicate rows were merged away.
+    fn fold_staging(&mut self) -> usize {
+        let before = self.len();
+        let cols = self.columns();
+        let merged = self.read(0, i64::MIN, i64::MAX, &cols);
+        let n = merged.len();
+        self.in_order = RowBuf {
+            ts: merged.ts,
+            cols: cols.iter().zip(merged.cols).map(|((id, ty), c)| (*id, c.unwrap_or_else(|| Column::nulls(*ty, n)))).collect(),
+        };
+        self.staged = None;
+        before - n
+    }
 
     pub fn ts_range(&self) -> Option<(i64, i64)> {
-        if self.sorted {
-            return Some((*self.ts.first()?, *self.ts.last()?));
+        let in_order = self.in_order.ts.first().zip(self.in_order.ts.last());
+        let staged = self.staged.as_ref().and_then(|s| s.rows.ts.iter().min().zip(s.rows.ts.iter().max()));
+        match (in_order, staged) {
+            (Some((a, b)), Some((c, d))) => Some((*a.min(c), *b.max(d))),
+            (Some((a, b)), None) | (None, Some((a, b))) => Some((*a, *b)),
+            (None, None) => None,
         }
-        Some((*self.ts.iter().min()?, *self.ts.iter().max()?))
     }
+}
+
+/// Merges the in-order rows of a series with its staged rows (both sorted and deduplicated, for the
+/// same requested `cols`) in one linear pass: runs where only one side has rows are copied whole, and
+/// on a shared timestamp each column takes the staged (later) value unless it is null.
+pub fn merge_staged(in_order: SeriesRows, staged: SeriesRows, cols: &[(ColId, FieldType)]) -> SeriesRows {
+    if staged.is_empty() {
+        return in_order;
+    }
+    if in_order.is_empty() {
+        return staged;
+    }
+    let cap = in_order.len() + staged.len();
+    let mut ts = Vec::with_capacity(cap);
+    let mut out: Vec<Option<Column>> = cols
+        .iter()
+        .enumerate()
+        .map(|(k, (_, ty))| (in_order.cols[k].is_some() || staged.cols[k].is_some()).then(|| Column::with_capacity(*ty, cap)))
+        .collect();
+    let copy_run = |out: &mut [Option<Column>], ts: &mut Vec<i64>, src: &SeriesRows, range: std::ops::Range<usize>| {
+        ts.extend_from_slice(&src.ts[range.clone()]);
+        for (dst, c) in out.iter_mut().zip(&src.cols) {
+            let Some(dst) = dst else { continue };
+            match c {
+                Some(c) => dst.extend_range(c, range.clone()),
+                None => dst.push_nulls(range.len()),
+            }
+        }
+    };
+    let (a, b) = (&in_order, &staged);
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a.ts[i] < b.ts[j] {
+            let end = i + a.ts[i..].partition_point(|t| *t < b.ts[j]);
+            copy_run(&mut out, &mut ts, a, i..end);
+            i = end;
+        } else if b.ts[j] < a.ts[i] {
+            let end = j + b.ts[j..].partition_point(|t| *t < a.ts[i]);
+            copy_run(&mut out, &mut ts, b, j..end);
+            j = end;
+        } else {
+            // The same timestamp in both: the staged row is the later write.
+            ts.push(a.ts[i]);
+            for (k, dst) in out.iter_mut().enumerate() {
+                let Some(dst) = dst else { continue };
+                let newer = b.cols[k].as_ref().filter(|c| c.validity[j]).map(|c| (c, j));
+                let older = a.cols[k].as_ref().filter(|c| c.validity[i]).map(|c| (c, i));
+                match newer.or(older) {
+                    Some((c, r)) => dst.push_from(c, r),
+                    None => dst.push_null(),
+                }
+            }
+            i += 1;
+            j += 1;
+        }
+    }
+    copy_run(&mut out, &mut ts, a, i..a.len());
+    copy_run(&mut out, &mut ts, b, j..b.len());
+    let merged = SeriesRows { series: in_order.series, ts, cols: out };
+    debug_assert_eq!(merged.check(), Ok(()));
+    merged
 }
 
 /// One table's rows in one memtable generation.
@@ -165,17 +414,20 @@ impl MemGen {
     }
 
     /// Removes the rows of `table` with `ts_min <= ts <= ts_max`, of every series or of `series` (a
-    /// delete); returns how many. Bytes stay counted until the flush (an over-estimate, never an under-).
+    /// delete), staged rows included; returns how many. Bytes stay counted until the flush (an
+    /// over-estimate, never an under-).
     pub fn delete(&mut self, db: DbId, table: TableId, series: Option<&[SeriesId]>, ts_min: i64, ts_max: i64) -> u64 {
         let Some(t) = self.tables.get_mut(&(db, table)) else { return 0 };
-        let mut removed = 0u64;
+        let (mut removed, mut merged) = (0u64, 0u64);
         for (sid, buf) in t.series.iter_mut() {
             if series.is_none_or(|s| s.binary_search(sid).is_ok()) {
-                removed += buf.remove_time_range(ts_min, ts_max) as u64;
+                let (r, m) = buf.remove_time_range(ts_min, ts_max);
+                removed += r as u64;
+                merged += m as u64;
             }
         }
-        t.series.retain(|_, b| !b.ts.is_empty());
-        self.rows -= removed;
+        t.series.retain(|_, b| !b.is_empty());
+        self.rows -= removed + merged;
         removed
     }
 
@@ -183,21 +435,20 @@ impl MemGen {
         self.tables.get(&(db, table))
     }
 
-    /// True if any of `series` of the table has an unsorted buffer (a late or duplicate row arrived).
-    pub fn has_unsorted(&self, db: DbId, table: TableId, series: &[SeriesId]) -> bool {
-        self.table(db, table).is_some_and(|t| series.iter().any(|s| t.series.get(s).is_some_and(|b| !b.sorted)))
+    /// True if any of `series` of the table has staged (late or duplicate) rows not sorted yet.
+    pub fn has_unsorted_staging(&self, db: DbId, table: TableId, series: &[SeriesId]) -> bool {
+        self.table(db, table)
+            .is_some_and(|t| series.iter().any(|s| t.series.get(s).is_some_and(|b| b.staged().is_some_and(|(_, sorted)| !sorted))))
     }
 
-    /// Sorts (and merges duplicates of) the unsorted buffers of `series` in place, so reads slice them
-    /// instead of sorting a copy every time: concurrent writers deliver batches slightly out of order,
-    /// and without this every query of such a series paid a sort.
-    pub fn sort_series(&mut self, db: DbId, table: TableId, series: &[SeriesId]) {
+    /// Sorts (and merges duplicates of) the staging areas of `series` in place, so that reads merge
+    /// them linearly instead of sorting a copy every time (a query that polls a series with late rows
+    /// would otherwise pay a sort per read). The in-order parts are never sorted.
+    pub fn sort_staging(&mut self, db: DbId, table: TableId, series: &[SeriesId]) {
         let Some(t) = self.tables.get_mut(&(db, table)) else { return };
         for s in series {
-            if let Some(b) = t.series.get_mut(s).filter(|b| !b.sorted) {
-                let before = b.ts.len();
-                *b = b.sorted_dedup();
-                self.rows -= (before - b.ts.len()) as u64;
+            if let Some(b) = t.series.get_mut(s) {
+                self.rows -= b.sort_staging() as u64;
             }
         }
     }
@@ -223,7 +474,8 @@ mod tests {
         b.push_row(0, 1, 10, [(0, Value::Integer(11))]);
         g.apply(&b);
         let s = &g.table(0, 0).unwrap().series[&1];
-        assert!(!s.sorted);
+        assert_eq!(s.in_order().ts, vec![30]);
+        assert!(!s.staged().unwrap().1);
         let cols = [(0, FieldType::Integer), (1, FieldType::Float), (2, FieldType::Boolean)];
         let r = s.read(1, i64::MIN, i64::MAX, &cols);
         r.check().unwrap();
@@ -238,12 +490,14 @@ mod tests {
         assert_eq!(r.ts, vec![20, 30]);
         // Sorting in place gives the same rows, keeps the row count true, and reads then slice.
         let before = s.read(1, i64::MIN, i64::MAX, &cols);
-        assert!(g.has_unsorted(0, 0, &[1]));
-        g.sort_series(0, 0, &[1]);
-        assert!(!g.has_unsorted(0, 0, &[1]));
-        assert_eq!(g.rows, 3);
+        assert!(g.has_unsorted_staging(0, 0, &[1]));
+        g.sort_staging(0, 0, &[1]);
+        assert!(!g.has_unsorted_staging(0, 0, &[1]));
+        // 5 writes: 30 in order, then 10, 30, 20, 10 staged; sorting merges the two 10s. The staged 30
+        // stays apart from the in-order 30 until a read merges them.
+        assert_eq!(g.rows, 4);
         let s = &g.table(0, 0).unwrap().series[&1];
-        assert!(s.sorted);
+        assert!(s.staged().unwrap().1);
         assert_eq!(s.read(1, i64::MIN, i64::MAX, &cols), before);
     }
 
@@ -275,8 +529,148 @@ mod tests {
         }
         g.apply(&b);
         let s = &g.table(0, 0).unwrap().series[&0];
-        assert!(s.sorted);
+        assert!(s.staged().is_none());
         let r = s.read(0, 95, 200, &[(0, FieldType::Boolean)]);
         assert_eq!(r.ts, (10..=20).map(|t| t * 10).collect::<Vec<_>>());
+    }
+
+    /// xorshift64*: deterministic, dependency-free.
+    struct Rng(u64);
+
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+        }
+    }
+
+    type Reference = std::collections::BTreeMap<i64, std::collections::BTreeMap<ColId, Value>>;
+
+    /// The reference's rows in `[lo, hi]`, as (ts, value per requested column).
+    fn expected(model: &Reference, lo: i64, hi: i64, cols: &[(ColId, FieldType)]) -> Vec<(i64, Vec<Option<Value>>)> {
+        if lo > hi {
+            return Vec::new();
+        }
+        model.range(lo..=hi).map(|(t, row)| (*t, cols.iter().map(|(c, _)| row.get(c).cloned()).collect())).collect()
+    }
+
+    fn rows_of(r: &SeriesRows) -> Vec<(i64, Vec<Option<Value>>)> {
+        r.check().unwrap();
+        r.ts.iter().enumerate().map(|(i, t)| (*t, r.cols.iter().map(|c| c.as_ref().and_then(|c| c.get(i))).collect())).collect()
+    }
+
+    /// Random interleavings of in-order, late and duplicate rows with nullable columns, against a
+    /// `BTreeMap` with last-write-wins per column: full reads, range reads and tails, before and after the
+    /// staging area is sorted in place, and across deletes (which may fold the staging area back).
+    #[test]
+    fn staged_late_rows_read_like_a_last_write_wins_reference() {
+        let seeds: u64 = std::env::var("SUNDIAL_MEMTABLE_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+        let cols = [(0, FieldType::Integer), (1, FieldType::Float), (2, FieldType::String), (3, FieldType::Boolean)];
+        let (mut staged_seen, mut ties_seen) = (0, 0);
+        for seed in 1..=seeds {
+            let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+            let mut g = MemGen::default();
+            let mut model = Reference::new();
+            let mut next = 0i64;
+            for step in 0..60 {
+                let mut b = WriteBatch::new(0);
+                for _ in 0..1 + rng.below(8) {
+                    // In order most of the time; else late (anywhere before), or an exact duplicate time.
+                    let ts = match rng.below(10) {
+                        0..6 => {
+                            next += 1 + rng.below(3) as i64;
+                            next
+                        }
+                        6..9 => rng.below(next.max(1) as u64) as i64,
+                        _ => next,
+                    };
+                    let mut values = Vec::new();
+                    for (c, ty) in cols {
+                        if rng.below(3) == 0 {
+                            continue; // null: an earlier write's value must survive
+                        }
+                        let x = rng.below(1000);
+                        values.push((c, match ty {
+                            FieldType::Integer => Value::Integer(x as i64),
+                            FieldType::Float => Value::Float(x as f64 / 4.0),
+                            FieldType::String => Value::String(format!("s{x}")),
+                            _ => Value::Boolean(x % 2 == 0),
+                        }));
+                    }
+                    if values.is_empty() {
+                        values.push((0, Value::Integer(-1)));
+                    }
+                    let row = model.entry(ts).or_default();
+                    ties_seen += usize::from(!row.is_empty());
+                    for (c, v) in &values {
+                        row.insert(*c, v.clone());
+                    }
+                    b.push_row(0, 1, ts, values);
+                }
+                let bytes = g.bytes;
+                g.apply(&b);
+                assert!(g.bytes > bytes, "every row is counted in the memtable's bytes");
+                if rng.below(10) == 0 {
+                    let lo = rng.below(next.max(1) as u64) as i64;
+                    let hi = lo + rng.below(10) as i64;
+                    g.delete(0, 0, Some(&[1]), lo, hi);
+                    model.retain(|t, _| *t < lo || *t > hi);
+                }
+                let Some(s) = g.table(0, 0).and_then(|t| t.series.get(&1)) else {
+                    assert!(model.is_empty(), "seed {seed} step {step}: rows lost");
+                    continue;
+                };
+                staged_seen += usize::from(s.staged().is_some());
+                if let Some((st, _)) = s.staged() {
+                    assert!(st.ts.iter().all(|t| Some(t) <= s.in_order().ts.last()), "seed {seed}: staged above the in-order part");
+                }
+                let (lo, hi) = (rng.below(next.max(1) as u64) as i64, rng.below(next.max(1) as u64 + 5) as i64);
+                let n = 1 + rng.below(5) as usize;
+                let check = |s: &SeriesBuf, when: &str| {
+                    assert_eq!(rows_of(&s.read(1, i64::MIN, i64::MAX, &cols)), expected(&model, i64::MIN, i64::MAX, &cols), "seed {seed} step {step} {when}: whole series");
+                    assert_eq!(rows_of(&s.read(1, lo, hi, &cols)), expected(&model, lo, hi, &cols), "seed {seed} step {step} {when}: [{lo}, {hi}]");
+                    let all = expected(&model, lo, hi, &cols);
+                    let tail = all[all.len().saturating_sub(n)..].to_vec();
+                    assert_eq!(rows_of(&s.read_tail(1, lo, hi, &cols, n)), tail, "seed {seed} step {step} {when}: last {n} of [{lo}, {hi}]");
+                };
+                check(s, "before sorting");
+                g.sort_staging(0, 0, &[1]);
+                let s = &g.table(0, 0).unwrap().series[&1];
+                check(s, "after sorting in place");
+                assert!(g.rows >= model.len() as u64, "seed {seed}: row count below the distinct rows");
+            }
+        }
+        assert!(staged_seen > 1000 && ties_seen > 1000, "the runs must exercise staging ({staged_seen}) and ties ({ties_seen})");
+    }
+
+    #[test]
+    fn a_series_without_late_rows_costs_no_more_than_before_staging() {
+        // Two vectors and a pointer-sized `Option<Box<_>>`: the size the buffer had with a `sorted` flag.
+        assert_eq!(std::mem::size_of::<SeriesBuf>(), 2 * std::mem::size_of::<Vec<u8>>() + 8);
+    }
+
+    #[test]
+    fn a_delete_of_the_in_order_tail_folds_the_staging_area_so_later_writes_win() {
+        let mut g = MemGen::default();
+        let mut b = WriteBatch::new(0);
+        for (t, v) in [(1, 1), (5, 5), (10, 10), (7, 70)] {
+            b.push_row(0, 1, t, [(0, Value::Integer(v))]);
+        }
+        g.apply(&b);
+        assert_eq!(g.table(0, 0).unwrap().series[&1].staged().unwrap().0.ts, vec![7]);
+        // Deleting 8..=10 leaves the in-order part ending at 5, below the staged 7: folded.
+        assert_eq!(g.delete(0, 0, None, 8, 10), 1);
+        let s = &g.table(0, 0).unwrap().series[&1];
+        assert!(s.staged().is_none());
+        assert_eq!(s.in_order().ts, vec![1, 5, 7]);
+        // A new write at 7 is now in order only by a fold-free reading; it must win over the old 7.
+        let mut b = WriteBatch::new(0);
+        b.push_row(0, 1, 7, [(0, Value::Integer(77))]);
+        g.apply(&b);
+        let r = g.table(0, 0).unwrap().series[&1].read(1, i64::MIN, i64::MAX, &[(0, FieldType::Integer)]);
+        assert_eq!(r.ts, vec![1, 5, 7]);
+        assert_eq!(r.cols[0].as_ref().unwrap().values, ColumnValues::Integer(vec![1, 5, 77]));
     }
 }

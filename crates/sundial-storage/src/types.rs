@@ -250,6 +250,31 @@ impl Column {
         }
     }
 
+    /// Appends rows `range` of `other` (same type) to `self`, without an intermediate copy.
+    pub fn extend_range(&mut self, other: &Column, range: std::ops::Range<usize>) {
+        self.validity.extend_from_slice(&other.validity[range.clone()]);
+        match (&mut self.values, &other.values) {
+            (ColumnValues::Float(d), ColumnValues::Float(s)) => d.extend_from_slice(&s[range]),
+            (ColumnValues::Integer(d), ColumnValues::Integer(s)) => d.extend_from_slice(&s[range]),
+            (ColumnValues::UInteger(d), ColumnValues::UInteger(s)) => d.extend_from_slice(&s[range]),
+            (ColumnValues::String(d), ColumnValues::String(s)) => d.extend_from_slice(&s[range]),
+            (ColumnValues::Boolean(d), ColumnValues::Boolean(s)) => d.extend_from_slice(&s[range]),
+            _ => panic!("extend_range between columns of different types"),
+        }
+    }
+
+    /// Appends `n` nulls.
+    pub fn push_nulls(&mut self, n: usize) {
+        self.validity.resize(self.validity.len() + n, false);
+        match &mut self.values {
+            ColumnValues::Float(v) => v.resize(v.len() + n, 0.0),
+            ColumnValues::Integer(v) => v.resize(v.len() + n, 0),
+            ColumnValues::UInteger(v) => v.resize(v.len() + n, 0),
+            ColumnValues::String(v) => v.resize(v.len() + n, String::new()),
+            ColumnValues::Boolean(v) => v.resize(v.len() + n, false),
+        }
+    }
+
     /// Approximate heap bytes, for memory accounting.
     pub fn heap_bytes(&self) -> usize {
         let values = match &self.values {

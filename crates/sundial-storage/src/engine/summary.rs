@@ -2,7 +2,7 @@
 //!
 //! Segment blocks fully inside the range contribute their footer statistics; memtable rows are counted in
 //! place. A summary is only given when it is exact: every block of a selected series that touches the
-//! range lies wholly inside it, no memtable buffer needs sorting, and no two sources of one series overlap
+//! range lies wholly inside it, no memtable staging area (late rows) needs sorting, and no two sources of one series overlap
 //! in time (overlapping sources may hold the same row twice, which only the last-write-wins merge
 //! resolves), and no tombstone may hide rows of a block or buffer used (statistics count deleted rows;
 //! see [`crate::tombstone`]). The range starts no earlier than the retention cutoff. Otherwise the
@@ -92,22 +92,25 @@ impl Engine {
             }
             for (m, generation) in &mems {
                 let Some(buf) = m.tables.get(&(db, table)).and_then(|t| t.series.get(&s)) else { continue };
-                if !buf.sorted {
-                    return None;
-                }
-                let start = buf.ts.partition_point(|t| *t < ts_min);
-                let end = buf.ts.partition_point(|t| *t <= ts_max);
-                if start == end {
-                    continue;
-                }
-                if hidden(s, *generation, 0, buf.ts[start], buf.ts[end - 1]) {
-                    return None;
-                }
-                spans.push((buf.ts[start], buf.ts[end - 1]));
-                acc.rows += (end - start) as u64;
-                for ((col, _), c) in cols.iter().zip(&mut acc.cols) {
-                    if let Some((_, column)) = buf.cols.iter().find(|(id, _)| id == col) {
-                        c.add_rows(&column.values, &column.validity[start..end], start);
+                // The in-order part and the staging area count as two sources: staged rows that share a
+                // time span with in-order rows make the spans overlap, and staged rows not sorted yet
+                // (a frozen memtable) may hold duplicates.
+                let parts = buf.sorted_parts()?;
+                for part in parts {
+                    let start = part.ts.partition_point(|t| *t < ts_min);
+                    let end = part.ts.partition_point(|t| *t <= ts_max);
+                    if start == end {
+                        continue;
+                    }
+                    if hidden(s, *generation, 0, part.ts[start], part.ts[end - 1]) {
+                        return None;
+                    }
+                    spans.push((part.ts[start], part.ts[end - 1]));
+                    acc.rows += (end - start) as u64;
+                    for ((col, _), c) in cols.iter().zip(&mut acc.cols) {
+                        if let Some((_, column)) = part.cols.iter().find(|(id, _)| id == col) {
+                            c.add_rows(&column.values, &column.validity[start..end], start);
+                        }
                     }
                 }
             }

@@ -7,7 +7,8 @@
 //!   when `stats.last_ts == ts_max`, else null). Strings keep no value statistics, and a block running
 //!   past the range's end cannot say what its last row *inside* the range is; both fall back to decoding.
 //! - otherwise: from each segment only the newest blocks that together hold `n` rows inside the range.
-//! - memtables: only the last `n` rows of each series buffer are copied (binary search when sorted).
+//! - memtables: only the last `n` rows of each series buffer's in-order part and staging area are
+//!   copied (binary search), then merged.
 //! - a source with rows hidden by a delete (see [`crate::tombstone`]) is read whole and filtered, since
 //!   its last rows may all be deleted; the range starts no earlier than the retention cutoff.
 //!
