@@ -53,6 +53,9 @@ struct Harness {
     retention_ns: i64,
     log: Vec<String>,
     compacted: CompactionReport,
+    /// Writes after which the active memtable held staged (late or duplicate) rows: the run must
+    /// exercise the staging area's merge, not only the in-order fast path.
+    staged_writes: usize,
 }
 
 impl Harness {
@@ -106,6 +109,8 @@ impl Harness {
                 row.insert(if k == "a" { "a" } else { "b" }, v);
             }
         }
+        let staged = self.e().inner.mem.read().active.tables.values().any(|t| t.series.values().any(|b| b.staged().is_some()));
+        self.staged_writes += usize::from(staged);
         self.log.push(format!("write {n} rows from {base}"));
     }
 
@@ -271,6 +276,7 @@ fn run(seed: u64, steps: usize, compaction_threads: usize) {
         retention_ns: 0,
         log: Vec::new(),
         compacted: CompactionReport::default(),
+        staged_writes: 0,
     };
     h.engine = Some(Engine::open(h.config()).unwrap());
     h.e().create_database("db", 0, false).unwrap();
@@ -305,6 +311,7 @@ fn run(seed: u64, steps: usize, compaction_threads: usize) {
     // The run must have exercised what it claims to test.
     let ops = |p: &str| h.log.iter().filter(|l| l.starts_with(p)).count();
     assert!(ops("delete") > 10 && ops("reopen") > 5 && ops("clock") > 0, "seed {seed}: too few ops");
+    assert!(h.staged_writes > 20, "seed {seed}: only {} writes left staged late rows", h.staged_writes);
     if compaction_threads == 0 {
         assert!(h.compacted.jobs > 5 && h.compacted.rows_deleted > 0, "seed {seed}: {:?}", h.compacted);
     }
