@@ -17,6 +17,13 @@
 //!                    catalog entries ───(at flush)──▶ catalog.log  └────── scan ◀─────────┘
 //! ```
 //!
+//! # Late and duplicate rows
+//! Each series buffer in a memtable ([`memtable::SeriesBuf`]) has an append-only in-order part, read by
+//! slicing, and, only once a row arrives at or before its last timestamp, a staging area for such late
+//! or duplicate rows, sorted once when first read. Reads and the flush merge the two linearly with last
+//! write wins per column ([`memtable::merge_staged`]); a series without late rows pays nothing extra.
+//! Late rows for an already flushed partition become a small segment there, which compaction merges.
+//!
 //! # Compaction
 //! Each flush leaves one small file per (table, partition). Background threads
 //! (`EngineConfig::compaction_threads`, default 1, also the cap on concurrent merges) merge them:

@@ -172,10 +172,6 @@ pub struct SeriesBuf {
 }
 
 impl SeriesBuf {
-    fn new() -> Self {
-        SeriesBuf::default()
-    }
-
     /// Appends one row, to the in-order part if its timestamp is above that part's last, else to the
     /// staging area; returns the approximate bytes added.
     fn push(&mut self, ts: i64, values: &[(ColId, Value)]) -> usize {
@@ -407,7 +403,7 @@ impl MemGen {
         self.last_write = Some(now);
         for (i, r) in b.rows.iter().enumerate() {
             let table = self.tables.entry((b.db, r.table)).or_default();
-            let s = table.series.entry(r.series).or_insert_with(SeriesBuf::new);
+            let s = table.series.entry(r.series).or_default();
             self.bytes += s.push(r.ts, b.row_values(i));
         }
         self.rows += b.rows.len() as u64;
@@ -596,7 +592,7 @@ mod tests {
                             FieldType::Integer => Value::Integer(x as i64),
                             FieldType::Float => Value::Float(x as f64 / 4.0),
                             FieldType::String => Value::String(format!("s{x}")),
-                            _ => Value::Boolean(x % 2 == 0),
+                            _ => Value::Boolean(x.is_multiple_of(2)),
                         }));
                     }
                     if values.is_empty() {
