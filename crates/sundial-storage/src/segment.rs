@@ -41,8 +41,11 @@
 //!
 //! Version history: **1** (foundation); **2** (storage v2) adds `gen_min` and `tombstones_applied` to
 //! the footer (compaction, see [`crate::compaction`]) and shrinks the block index about fourfold
-//! (varint statistics, implicit chunk offsets). Header and trailer carry the version. This build writes
-//! 2 and reads 1 and 2: a version-1 file reads as `gen_min = generation`, `tombstones_applied = 0`.
+//! (varint statistics, implicit chunk offsets); **3** keeps version 2's layout but lets float chunks use
+//! the Alp and Gorilla codecs (a version-2 reader would fail on them block by block, as "corrupt").
+//! Header and trailer carry the version. This build writes 3 and reads 1 to 3: a version-1 file reads
+//! as `gen_min = generation`, `tombstones_applied = 0`; a version-1 or 2 file using Alp or Gorilla is
+//! corrupt.
 //!
 //! A segment holds the rows of flush generations `gen_min..=generation` (one generation for a flush,
 //! a contiguous run for a compaction output), and has had every tombstone with id
@@ -70,7 +73,10 @@ use crate::types::{Column, ColumnValues, FieldType, Value};
 
 pub const MAGIC: &[u8; 8] = b"SDSEG\0\0\0";
 pub const TRAILER_MAGIC: &[u8; 8] = b"SDSEGEND";
-pub const VERSION: u32 = 2;
+/// Format version this build writes. 3 has the same layout as 2, but float column chunks may use the
+/// Alp and Gorilla codecs; the bump makes a version-2 build refuse such files at start-up (a clear
+/// "newer version" error) instead of failing queries on them as "corrupt".
+pub const VERSION: u32 = 3;
 /// Oldest format version this build still reads.
 pub const VERSION_MIN: u32 = 1;
 pub const TRAILER_BYTES: usize = 32;
@@ -451,6 +457,7 @@ fn get_chunk(r: &mut Reader<'_>, next_offset: &mut u64) -> Option<ChunkRef> {
 fn decode_footer(buf: &[u8], version: u32, data_end: u64) -> Option<(SegmentId, Vec<BlockMeta>)> {
     let mut r = Reader::new(buf);
     let (db, table, partition_start, partition_ns, generation) = (r.u32()?, r.u32()?, r.i64()?, r.i64()?, r.u64()?);
+    // Version 3 has version 2's footer; only the codecs allowed in chunks differ.
     let (gen_min, tombstones_applied) = if version >= 2 { (r.u64()?, r.u64()?) } else { (generation, 0) };
     let id = SegmentId { db, table, partition_start, partition_ns, generation, gen_min, tombstones_applied };
     if id.gen_min > id.generation {
@@ -528,6 +535,8 @@ mod v1 {
 pub struct Segment {
     pub path: PathBuf,
     pub id: SegmentId,
+    /// Format version from the header (and trailer): decides the footer layout and the codecs allowed.
+    pub version: u32,
     pub file_bytes: u64,
     file: File,
     blocks: Vec<BlockMeta>,
@@ -580,6 +589,7 @@ impl Segment {
         let seg = Segment {
             path: path.to_path_buf(),
             id,
+            version: head_version,
             file_bytes,
             file,
             ts_min: blocks.iter().map(|b| b.ts_min).min().unwrap_or(0),
@@ -671,8 +681,8 @@ impl Segment {
             if m.ty != *ty {
                 return Err(corrupt(m.chunk.offset, format!("column {col} stored as {:?}, catalog says {ty:?}", m.ty)));
             }
-            let c = codec::decode_column(&self.read_chunk(&m.chunk)?, m.ty, n)
-                .map_err(|e| corrupt(m.chunk.offset, format!("column {col}: {e}")))?;
+            let c = codec::decode_column_in(&self.read_chunk(&m.chunk)?, m.ty, n, self.version)
+                .map_err(|e| corrupt(m.chunk.offset, format!("column {col} (segment version {}): {e}", self.version)))?;
             if c.len() != n || c.values.len() != n || c.validity.iter().filter(|v| **v).count() != m.stats.count as usize {
                 return Err(corrupt(m.chunk.offset, format!("column {col} disagrees with the block index")));
             }
