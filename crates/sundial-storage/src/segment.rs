@@ -885,6 +885,66 @@ mod tests {
         assert_eq!(ints[0].cols[0].as_ref().unwrap().get(4), Some(Value::Integer(i64::MAX)));
     }
 
+    /// Writes one block of a decimal float column (which the writer stores as Alp) and an integer
+    /// column, and returns the file's path and bytes.
+    fn alp_segment(dir: &Path) -> (PathBuf, Vec<u8>) {
+        let mut w = PartitionedWriter::new(dir, 1, 2, 1_000_000, 1);
+        let mut f = Column::new(FieldType::Float);
+        let mut i = Column::new(FieldType::Integer);
+        for k in 0..500 {
+            f.push_value(&Value::Float(((k * 7919) % 1000) as f64 / 10.0));
+            i.push_value(&Value::Integer(k));
+        }
+        let rows = SeriesRows { series: 3, ts: (0..500).collect(), cols: vec![Some(f), Some(i)] };
+        w.add_series(&rows, &[1, 2]).unwrap();
+        let path = w.finish().unwrap().pop().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        (path, bytes)
+    }
+
+    /// Rewrites the version in the header and the trailer (neither is checksummed).
+    fn set_version(path: &Path, bytes: &[u8], version: u32) {
+        let mut b = bytes.to_vec();
+        b[8..12].copy_from_slice(&version.to_le_bytes());
+        let t = b.len() - TRAILER_BYTES + 20;
+        b[t..t + 4].copy_from_slice(&version.to_le_bytes());
+        std::fs::write(path, b).unwrap();
+    }
+
+    /// Version 3 (issue 5's float codecs) has version 2's layout: a version-2 file without the new codecs
+    /// still reads, a version-2 file holding an Alp chunk is refused when that column is read (naming
+    /// the file and both versions), and version 4 is refused at open as newer.
+    #[test]
+    fn version_3_float_codecs_and_older_and_newer_files() {
+        const FLOAT: [(ColId, FieldType); 1] = [(1, FieldType::Float)];
+        const INT: [(ColId, FieldType); 1] = [(2, FieldType::Integer)];
+        let dir = tempfile::tempdir().unwrap();
+        let (path, bytes) = alp_segment(dir.path());
+        assert_eq!(bytes[8..12], VERSION.to_le_bytes());
+        let seg = Segment::open(&path).unwrap();
+        assert_eq!(seg.version, 3);
+        let b = &seg.blocks()[0];
+        let chunk = seg.read_chunk(&b.col(1).unwrap().chunk).unwrap();
+        assert_eq!(codec::column_codecs(&chunk, 500).map(|c| c.1), Some(codec::Codec::Alp));
+        let rows = seg.read_series(3, i64::MIN, i64::MAX, &FLOAT).unwrap();
+        assert_eq!(rows[0].cols[0].as_ref().unwrap().get(1), Some(Value::Float(91.9)));
+
+        set_version(&path, &bytes, 2);
+        let seg = Segment::open(&path).unwrap();
+        assert_eq!(seg.version, 2);
+        assert_eq!(seg.read_series(3, i64::MIN, i64::MAX, &INT).unwrap()[0].ts.len(), 500);
+        let err = seg.read_series(3, i64::MIN, i64::MAX, &FLOAT).unwrap_err().to_string();
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(err.contains("needs segment version 3 or newer, this file is version 2"), "{err}");
+
+        set_version(&path, &bytes, 4);
+        let err = Segment::open(&path).unwrap_err();
+        assert!(matches!(err, Error::UnsupportedVersion { version: 4, .. }), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains("unsupported format version 4") && msg.contains("this build reads 1 to 3"), "{msg}");
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+    }
+
     #[test]
     fn corruption_is_detected_not_returned() {
         let dir = tempfile::tempdir().unwrap();
