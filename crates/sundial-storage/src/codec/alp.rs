@@ -63,8 +63,8 @@ const POW10: [f64; EXP_MAX as usize + 1] = {
 fn to_int(v: f64, e: u8) -> Option<i64> {
     let p = POW10[usize::from(e)];
     let d = (v * p).round();
-    // `!(a <= b)` rather than `a > b`: NaN fails the test.
-    if !(d.abs() <= INT_ABS_MAX) {
+    // Written so that NaN (incomparable) fails the test too.
+    if d.abs().partial_cmp(&INT_ABS_MAX).is_none_or(|o| o.is_gt()) {
         return None;
     }
     let i = d as i64;

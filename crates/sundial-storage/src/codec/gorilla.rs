@@ -200,7 +200,7 @@ pub(super) fn decode(cur: &mut Cursor<'_>, m: usize) -> Result<Vec<f64>> {
     if r.pos > bits_total || payload.len() != r.pos.div_ceil(8) {
         return Err(CodecError::LengthMismatch { what: WHAT, expected: r.pos.div_ceil(8), actual: payload.len() });
     }
-    if r.pos % 8 != 0 && payload[payload.len() - 1] << (r.pos % 8) != 0 {
+    if !r.pos.is_multiple_of(8) && payload[payload.len() - 1] << (r.pos % 8) != 0 {
         return Err(CodecError::Corrupt { what: "gorilla padding (non-zero bits)" });
     }
     Ok(out)

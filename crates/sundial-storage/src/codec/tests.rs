@@ -486,7 +486,8 @@ proptest! {
             }
         }
         let sizes = float_round_trips(&floats(&vals));
-        prop_assert_eq!(sizes[3], *sizes[..3].iter().min().unwrap());
+        // Alp may be skipped on a sample with many exceptions, so pco and Gorilla are the bounds.
+        prop_assert!(sizes[3] <= sizes[0].min(sizes[2]), "{:?}", sizes);
     }
 
     #[test]
