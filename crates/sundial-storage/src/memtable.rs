@@ -158,6 +158,8 @@ impl MemGen {
         self.last_write = Some(now);
         for (i, r) in b.rows.iter().enumerate() {
             let table = self.tables.entry((b.db, r.table)).or_default();
+            // Not `or_default()`: `new()` starts with `sorted: true`, the derived `Default` does not.
+            #[allow(clippy::unwrap_or_default)]
             let s = table.series.entry(r.series).or_insert_with(SeriesBuf::new);
             self.bytes += s.push(r.ts, b.row_values(i));
         }

@@ -815,7 +815,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut w = PartitionedWriter::new(dir.path(), 1, 2, 1000, 7);
         let ids: Vec<ColId> = COLS.iter().map(|c| c.0).collect();
-        let a = sample(0, (0..2500).map(|t| t).collect());
+        let a = sample(0, (0..2500).collect());
         let b = sample(5, vec![-3, 10, 999, 1000, 1001]);
         w.add_series(&a, &ids).unwrap();
         w.add_series(&b, &ids).unwrap();
