@@ -3,8 +3,8 @@
 //!
 //! Why our own: compression of float columns is Sundial's edge, the layout must be ours to freeze in
 //! `docs/format.md`, and the decoder must be safe on hostile bytes with allocations bounded by the
-//! input; the crates implementing it either frame their streams differently or panic on truncated
-//! input. It is ~150 lines.
+//! input (a crate would bring its own stream framing and its own failure modes on truncated input,
+//! which we would then have to freeze and audit). It is ~150 lines.
 //!
 //! Where it wins: gauges that often repeat the previous value exactly (a 0-bit XOR costs one bit), and
 //! full-precision values whose neighbours share sign, exponent and high mantissa bits. pco usually
