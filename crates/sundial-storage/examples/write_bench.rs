@@ -56,7 +56,7 @@ fn main() {
                             line: 1,
                             table: "cpu",
                             tags: TAGS.iter().zip(&tag_values[*h as usize]).map(|(k, v)| (*k, v.as_str())).collect(),
-                            fields: FIELDS.iter().enumerate().map(|(i, f)| (*f, Value::Integer(((*ts / 10_000_000_000) as i64 * 3 + i as i64) % 100))).collect(),
+                            fields: FIELDS.iter().enumerate().map(|(i, f)| (*f, Value::Integer((*ts / 10_000_000_000 * 3 + i as i64) % 100))).collect(),
                             ts: *ts,
                         })
                         .collect();

@@ -21,6 +21,7 @@
 //! 3. write one segment per (table, partition) as `*.seg.tmp`, fsync, rename, fsync the directories;
 //! 4. publish the segments, then drop the frozen memtable;
 //! 5. delete the WAL files before the rotation point.
+//!
 //! A crash before 5 replays the WAL over segments that may already hold the same rows: replay re-applies
 //! identical values, and last-write-wins makes the duplicates harmless until compaction removes them.
 //!
@@ -719,8 +720,10 @@ impl Inner {
         // (table, tags) finds the series, and a field set equal to the previous row's (names and types;
         // TSBS and most agents send the same fields every row) reuses its column ids. Both only repeat
         // answers the catalog gave for identical names, so a conflict still takes the full path below.
-        let mut known: crate::FastMap<(&str, &[(&str, &str)]), (TableId, SeriesId)> = crate::FastMap::default();
-        let mut last_fields: Option<(TableId, Vec<(ColId, FieldType)>, usize)> = None;
+        type SeriesKey<'a> = (&'a str, &'a [(&'a str, &'a str)]);
+        type FieldSet = (TableId, Vec<(ColId, FieldType)>, usize);
+        let mut known: crate::FastMap<SeriesKey<'_>, (TableId, SeriesId)> = crate::FastMap::default();
+        let mut last_fields: Option<FieldSet> = None;
         for (i, p) in points.iter().enumerate() {
             if p.ts < cutoff {
                 rejected.push((p.line, Error::BeyondRetention { db: db.to_string(), ts: p.ts, cutoff, retention_ns }));

@@ -41,8 +41,11 @@
 //!
 //! Version history: **1** (foundation); **2** (storage v2) adds `gen_min` and `tombstones_applied` to
 //! the footer (compaction, see [`crate::compaction`]) and shrinks the block index about fourfold
-//! (varint statistics, implicit chunk offsets). Header and trailer carry the version. This build writes
-//! 2 and reads 1 and 2: a version-1 file reads as `gen_min = generation`, `tombstones_applied = 0`.
+//! (varint statistics, implicit chunk offsets); **3** keeps version 2's layout but lets float chunks use
+//! the Alp and Gorilla codecs (a version-2 reader would fail on them block by block, as "corrupt").
+//! Header and trailer carry the version. This build writes 3 and reads 1 to 3: a version-1 file reads
+//! as `gen_min = generation`, `tombstones_applied = 0`; a version-1 or 2 file using Alp or Gorilla is
+//! corrupt.
 //!
 //! A segment holds the rows of flush generations `gen_min..=generation` (one generation for a flush,
 //! a contiguous run for a compaction output), and has had every tombstone with id
@@ -70,7 +73,10 @@ use crate::types::{Column, ColumnValues, FieldType, Value};
 
 pub const MAGIC: &[u8; 8] = b"SDSEG\0\0\0";
 pub const TRAILER_MAGIC: &[u8; 8] = b"SDSEGEND";
-pub const VERSION: u32 = 2;
+/// Format version this build writes. 3 has the same layout as 2, but float column chunks may use the
+/// Alp and Gorilla codecs; the bump makes a version-2 build refuse such files at start-up (a clear
+/// "newer version" error) instead of failing queries on them as "corrupt".
+pub const VERSION: u32 = 3;
 /// Oldest format version this build still reads.
 pub const VERSION_MIN: u32 = 1;
 pub const TRAILER_BYTES: usize = 32;
@@ -451,6 +457,7 @@ fn get_chunk(r: &mut Reader<'_>, next_offset: &mut u64) -> Option<ChunkRef> {
 fn decode_footer(buf: &[u8], version: u32, data_end: u64) -> Option<(SegmentId, Vec<BlockMeta>)> {
     let mut r = Reader::new(buf);
     let (db, table, partition_start, partition_ns, generation) = (r.u32()?, r.u32()?, r.i64()?, r.i64()?, r.u64()?);
+    // Version 3 has version 2's footer; only the codecs allowed in chunks differ.
     let (gen_min, tombstones_applied) = if version >= 2 { (r.u64()?, r.u64()?) } else { (generation, 0) };
     let id = SegmentId { db, table, partition_start, partition_ns, generation, gen_min, tombstones_applied };
     if id.gen_min > id.generation {
@@ -528,6 +535,8 @@ mod v1 {
 pub struct Segment {
     pub path: PathBuf,
     pub id: SegmentId,
+    /// Format version from the header (and trailer): decides the footer layout and the codecs allowed.
+    pub version: u32,
     pub file_bytes: u64,
     file: File,
     blocks: Vec<BlockMeta>,
@@ -580,6 +589,7 @@ impl Segment {
         let seg = Segment {
             path: path.to_path_buf(),
             id,
+            version: head_version,
             file_bytes,
             file,
             ts_min: blocks.iter().map(|b| b.ts_min).min().unwrap_or(0),
@@ -671,8 +681,8 @@ impl Segment {
             if m.ty != *ty {
                 return Err(corrupt(m.chunk.offset, format!("column {col} stored as {:?}, catalog says {ty:?}", m.ty)));
             }
-            let c = codec::decode_column(&self.read_chunk(&m.chunk)?, m.ty, n)
-                .map_err(|e| corrupt(m.chunk.offset, format!("column {col}: {e}")))?;
+            let c = codec::decode_column_in(&self.read_chunk(&m.chunk)?, m.ty, n, self.version)
+                .map_err(|e| corrupt(m.chunk.offset, format!("column {col} (segment version {}): {e}", self.version)))?;
             if c.len() != n || c.values.len() != n || c.validity.iter().filter(|v| **v).count() != m.stats.count as usize {
                 return Err(corrupt(m.chunk.offset, format!("column {col} disagrees with the block index")));
             }
@@ -805,7 +815,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut w = PartitionedWriter::new(dir.path(), 1, 2, 1000, 7);
         let ids: Vec<ColId> = COLS.iter().map(|c| c.0).collect();
-        let a = sample(0, (0..2500).map(|t| t).collect());
+        let a = sample(0, (0..2500).collect());
         let b = sample(5, vec![-3, 10, 999, 1000, 1001]);
         w.add_series(&a, &ids).unwrap();
         w.add_series(&b, &ids).unwrap();
@@ -873,6 +883,66 @@ mod tests {
         assert!(!sum.sum_ok, "i64::MIN + ... + i64::MAX overflows");
         let ints = seg.read_series(700, i64::MIN, i64::MAX, &[(0, FieldType::Integer)]).unwrap();
         assert_eq!(ints[0].cols[0].as_ref().unwrap().get(4), Some(Value::Integer(i64::MAX)));
+    }
+
+    /// Writes one block of a decimal float column (which the writer stores as Alp) and an integer
+    /// column, and returns the file's path and bytes.
+    fn alp_segment(dir: &Path) -> (PathBuf, Vec<u8>) {
+        let mut w = PartitionedWriter::new(dir, 1, 2, 1_000_000, 1);
+        let mut f = Column::new(FieldType::Float);
+        let mut i = Column::new(FieldType::Integer);
+        for k in 0..500 {
+            f.push_value(&Value::Float(((k * 7919) % 1000) as f64 / 10.0));
+            i.push_value(&Value::Integer(k));
+        }
+        let rows = SeriesRows { series: 3, ts: (0..500).collect(), cols: vec![Some(f), Some(i)] };
+        w.add_series(&rows, &[1, 2]).unwrap();
+        let path = w.finish().unwrap().pop().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        (path, bytes)
+    }
+
+    /// Rewrites the version in the header and the trailer (neither is checksummed).
+    fn set_version(path: &Path, bytes: &[u8], version: u32) {
+        let mut b = bytes.to_vec();
+        b[8..12].copy_from_slice(&version.to_le_bytes());
+        let t = b.len() - TRAILER_BYTES + 20;
+        b[t..t + 4].copy_from_slice(&version.to_le_bytes());
+        std::fs::write(path, b).unwrap();
+    }
+
+    /// Version 3 (issue 5's float codecs) has version 2's layout: a version-2 file without the new codecs
+    /// still reads, a version-2 file holding an Alp chunk is refused when that column is read (naming
+    /// the file and both versions), and version 4 is refused at open as newer.
+    #[test]
+    fn version_3_float_codecs_and_older_and_newer_files() {
+        const FLOAT: [(ColId, FieldType); 1] = [(1, FieldType::Float)];
+        const INT: [(ColId, FieldType); 1] = [(2, FieldType::Integer)];
+        let dir = tempfile::tempdir().unwrap();
+        let (path, bytes) = alp_segment(dir.path());
+        assert_eq!(bytes[8..12], VERSION.to_le_bytes());
+        let seg = Segment::open(&path).unwrap();
+        assert_eq!(seg.version, 3);
+        let b = &seg.blocks()[0];
+        let chunk = seg.read_chunk(&b.col(1).unwrap().chunk).unwrap();
+        assert_eq!(codec::column_codecs(&chunk, 500).map(|c| c.1), Some(codec::Codec::Alp));
+        let rows = seg.read_series(3, i64::MIN, i64::MAX, &FLOAT).unwrap();
+        assert_eq!(rows[0].cols[0].as_ref().unwrap().get(1), Some(Value::Float(91.9)));
+
+        set_version(&path, &bytes, 2);
+        let seg = Segment::open(&path).unwrap();
+        assert_eq!(seg.version, 2);
+        assert_eq!(seg.read_series(3, i64::MIN, i64::MAX, &INT).unwrap()[0].ts.len(), 500);
+        let err = seg.read_series(3, i64::MIN, i64::MAX, &FLOAT).unwrap_err().to_string();
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(err.contains("needs segment version 3 or newer, this file is version 2"), "{err}");
+
+        set_version(&path, &bytes, 4);
+        let err = Segment::open(&path).unwrap_err();
+        assert!(matches!(err, Error::UnsupportedVersion { version: 4, .. }), "{err}");
+        let msg = err.to_string();
+        assert!(msg.contains("unsupported format version 4") && msg.contains("this build reads 1 to 3"), "{msg}");
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
     }
 
     #[test]

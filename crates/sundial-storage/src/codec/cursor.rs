@@ -36,6 +36,11 @@ impl<'a> Cursor<'a> {
         Ok(a)
     }
 
+    /// The next byte, not consumed.
+    pub fn peek(&self) -> Option<u8> {
+        self.buf.get(self.pos).copied()
+    }
+
     pub fn u8(&mut self, what: &'static str) -> Result<u8> {
         Ok(self.array::<1>(what)?[0])
     }

@@ -11,7 +11,9 @@
 //! has not earned, see [Bounds](#bounds)); compression near the entropy of monitoring data; fast decode.
 //! Measured with `examples/codec_bench.rs` on a TSBS cpu field (8640-row integer random walk, 2.13 bits of
 //! delta entropy): 0.28 bytes/value, decoded at ≈ 1.7 GB/s (≈ 215 M values/s) per core; regular
-//! timestamps cost 17 bytes per block.
+//! timestamps cost 17 bytes per block. Floats (`examples/float_bench.rs`, BENCHMARKS.md): decimals such
+//! as 2-decimal walks or 0.1° temperatures take 0.4–1.1 bytes/value through Alp (pco alone: 0.5–1.2),
+//! decoded at ≈ 2 GB/s per core; full-precision walks stay on pco (6.5 bytes/value).
 //!
 //! # Byte layout (on-disk format)
 //!
@@ -67,6 +69,8 @@
 //! | 0x06 | BitPacked | boolean                  | bitmap of `m` bits                                      |
 //! | 0x07 | StrPlain  | string                   | byte block holding `m` × (`uvarint len`, UTF-8 bytes)   |
 //! | 0x08 | StrDict   | string                   | `uvarint d`, `uvarint idx_len`, index section, byte block |
+//! | 0x09 | Alp       | float (segment version ≥ 3) | `e: u8`, exceptions, `i64` values section (see `alp.rs`) |
+//! | 0x0A | Gorilla   | float (segment version ≥ 3) | XOR bit stream of `m` values, to end (see `gorilla.rs`) |
 //!
 //! StrDict: `1 ≤ d ≤ m` distinct strings; the index section is `idx_len` bytes holding a values section
 //! of `m` u32 (Constant: one `u32`; Plain: `m × 4` bytes; Pco), each `< d`; the byte block, to end,
@@ -79,7 +83,8 @@
 //! header (format version), one chunk's metadata and one page of `count` numbers, nothing after (see
 //! the pco format spec). The number type is not stored: the column's [`FieldType`] decides it.
 //!
-//! Reserved for later float codecs (ALP, Gorilla): 0x09, 0x0A.
+//! Float columns pick per block the smallest of Pco/Plain, Alp and Gorilla (`float.rs`). Alp and
+//! Gorilla exist from segment version 3 on: [`decode_column_in`] refuses them in older files.
 //!
 //! # Bounds
 //!
@@ -90,8 +95,11 @@
 //! checked here first against `m` (see `pcodec.rs`). zstd output is capped by `raw_len`, which must be
 //! possible for a zstd frame of that size; decoded strings are capped by `STRING_VALUE_BYTES_MAX` each.
 
+mod alp;
 mod boolean;
 mod cursor;
+mod float;
+mod gorilla;
 mod numeric;
 mod pcodec;
 mod string;
@@ -102,6 +110,7 @@ mod validity;
 mod tests;
 
 pub use crate::limits::CODEC_ROWS_MAX;
+pub use float::FloatEncoding;
 use crate::types::{Column, ColumnValues, FieldType};
 use cursor::Cursor;
 
@@ -113,8 +122,11 @@ pub enum CodecError {
     #[error("truncated {what}: {needed} bytes needed, {available} left")]
     Truncated { what: &'static str, needed: usize, available: usize },
 
-    #[error("unknown {what} codec tag {tag:#04x}")]
+    #[error("unknown {what} codec tag {tag:#04x} (written by a newer Sundial, or corrupt)")]
     UnknownCodec { what: &'static str, tag: u8 },
+
+    #[error("{what} codec {codec:?} needs segment version {needed} or newer, this file is version {version}")]
+    CodecTooNew { what: &'static str, codec: Codec, needed: u32, version: u32 },
 
     #[error("codec {codec:?} is not valid for {what}")]
     WrongCodec { what: &'static str, codec: Codec },
@@ -161,6 +173,10 @@ pub enum Codec {
     StrPlain = 0x07,
     /// Strings: distinct values plus a u32 index per row.
     StrDict = 0x08,
+    /// Floats: decimals as integers times 10⁻ᵉ, plus exceptions (segment version ≥ 3).
+    Alp = 0x09,
+    /// Floats: Gorilla XOR bit stream (segment version ≥ 3).
+    Gorilla = 0x0A,
 }
 
 impl Codec {
@@ -175,8 +191,18 @@ impl Codec {
             0x06 => Codec::BitPacked,
             0x07 => Codec::StrPlain,
             0x08 => Codec::StrDict,
+            0x09 => Codec::Alp,
+            0x0A => Codec::Gorilla,
             _ => return None,
         })
+    }
+
+    /// The first segment format version whose files may contain this tag.
+    pub fn since_segment_version(self) -> u32 {
+        match self {
+            Codec::Alp | Codec::Gorilla => FLOAT_CODECS_SEGMENT_VERSION,
+            _ => 1,
+        }
     }
 
     /// Reads a tag byte, rejecting unknown tags.
@@ -210,6 +236,9 @@ impl ValidityCodec {
     }
 }
 
+/// The segment format version that introduced Alp and Gorilla.
+pub const FLOAT_CODECS_SEGMENT_VERSION: u32 = 3;
+
 fn check_rows(n: usize) -> Result<()> {
     if n > CODEC_ROWS_MAX {
         return Err(CodecError::TooManyRows { n, max: CODEC_ROWS_MAX });
@@ -232,18 +261,27 @@ pub fn decode_timestamps(buf: &[u8], n: usize) -> Result<Vec<i64>> {
     Ok(ts)
 }
 
-/// Appends the encoding of `col` (validity, then the non-null values) to `out`.
+/// Appends the encoding of `col` (validity, then the non-null values) to `out`; float columns use the
+/// writer's per-block choice ([`FloatEncoding::Auto`]).
 ///
 /// # Panics
 /// If `col.values.len() != col.validity.len()` (a malformed column is a bug of the caller).
 pub fn encode_column(col: &Column, out: &mut Vec<u8>) {
+    encode_column_with(col, FloatEncoding::Auto, out);
+}
+
+/// [`encode_column`] with the float codec forced (benchmarks and tests); other types ignore `float`.
+///
+/// # Panics
+/// As [`encode_column`].
+pub fn encode_column_with(col: &Column, float: FloatEncoding, out: &mut Vec<u8>) {
     let valid = &col.validity;
     assert_eq!(col.values.len(), valid.len(), "column values and validity differ in length");
     validity::encode(valid, out);
     match &col.values {
         ColumnValues::Integer(v) => numeric::encode(&gather(v, valid), out),
         ColumnValues::UInteger(v) => numeric::encode(&gather(v, valid), out),
-        ColumnValues::Float(v) => numeric::encode(&gather(v, valid), out),
+        ColumnValues::Float(v) => float::encode(&gather(v, valid), float, out),
         ColumnValues::Boolean(v) => boolean::encode(&gather(v, valid), out),
         ColumnValues::String(v) => {
             let strs: Vec<&str> = v.iter().zip(valid).filter(|(_, ok)| **ok).map(|(s, _)| s.as_str()).collect();
@@ -252,11 +290,23 @@ pub fn encode_column(col: &Column, out: &mut Vec<u8>) {
     }
 }
 
-/// Decodes a field column chunk of type `ty` and `n` rows.
+/// Decodes a field column chunk of type `ty` and `n` rows, accepting every codec this build knows.
 pub fn decode_column(buf: &[u8], ty: FieldType, n: usize) -> Result<Column> {
+    decode_column_in(buf, ty, n, u32::MAX)
+}
+
+/// Decodes a field column chunk of a segment of format `segment_version`: a codec newer than that
+/// version is an error ([`CodecError::CodecTooNew`]), since that file's writer could not have used it.
+pub fn decode_column_in(buf: &[u8], ty: FieldType, n: usize, segment_version: u32) -> Result<Column> {
     check_rows(n)?;
     let mut cur = Cursor::new(buf);
     let (validity, m) = validity::decode(&mut cur, n)?;
+    if let Some(codec) = cur.peek().and_then(Codec::from_u8) {
+        let needed = codec.since_segment_version();
+        if needed > segment_version {
+            return Err(CodecError::CodecTooNew { what: "column values", codec, needed, version: segment_version });
+        }
+    }
     let values = match ty {
         FieldType::Integer => ColumnValues::Integer(spread(numeric::decode(&mut cur, m)?, &validity)),
         FieldType::UInteger => ColumnValues::UInteger(spread(numeric::decode(&mut cur, m)?, &validity)),

@@ -3,11 +3,12 @@
 //!
 //! Codecs, smallest first: Empty; Constant (one value for the whole block: a counter that did not move,
 //! a gauge pinned at 0 or 100); Pco; and Plain when pco cannot beat raw bytes (tiny blocks, where its
-//! ~20 bytes of metadata dominate, or incompressible noise). Float-only codecs (ALP, Gorilla; tags
-//! reserved in [`super::Codec`]) would be added as further arms of [`encode`] and [`decode`].
+//! ~20 bytes of metadata dominate, or incompressible noise). Float columns may also use ALP and Gorilla
+//! (`float.rs` chooses); [`decode`] reads them through [`Word::decode_float`], so every other type
+//! refuses those tags.
 
 use super::cursor::Cursor;
-use super::{Codec, CodecError, Result, pcodec};
+use super::{Codec, CodecError, Result, alp, gorilla, pcodec};
 
 /// A number stored as its bit pattern: floats keep NaN payloads and the sign of zero exactly.
 pub(super) trait Word: pco::data_types::Number {
@@ -17,6 +18,10 @@ pub(super) trait Word: pco::data_types::Number {
     const WHAT: &'static str;
     fn to_bits(self) -> u64;
     fn from_bits(bits: u64) -> Self;
+    /// Decodes a float-only values section (ALP, Gorilla); other types refuse the tag.
+    fn decode_float(codec: Codec, _cur: &mut Cursor<'_>, _m: usize) -> Result<Vec<Self>> {
+        Err(CodecError::WrongCodec { what: Self::WHAT, codec })
+    }
 }
 
 impl Word for i64 {
@@ -49,6 +54,13 @@ impl Word for f64 {
     }
     fn from_bits(bits: u64) -> Self {
         f64::from_bits(bits)
+    }
+    fn decode_float(codec: Codec, cur: &mut Cursor<'_>, m: usize) -> Result<Vec<Self>> {
+        match codec {
+            Codec::Alp => alp::decode(cur, m),
+            Codec::Gorilla => gorilla::decode(cur, m),
+            _ => Err(CodecError::WrongCodec { what: Self::WHAT, codec }),
+        }
     }
 }
 
@@ -93,6 +105,7 @@ pub(super) fn decode<T: Word>(cur: &mut Cursor<'_>, m: usize) -> Result<Vec<T>> 
         Codec::Plain => get_plain(cur, m),
         Codec::Pco if m == 0 => Err(CodecError::Corrupt { what: "pco values section for zero values" }),
         Codec::Pco => pcodec::decompress(cur.rest(), m, T::WHAT),
+        codec @ (Codec::Alp | Codec::Gorilla) => T::decode_float(codec, cur, m),
         codec => Err(CodecError::WrongCodec { what: T::WHAT, codec }),
     }
 }

@@ -102,10 +102,10 @@ impl TailSnapshot {
         let blocks: Vec<&BlockMeta> =
             seg.series_blocks(series).iter().filter(|b| b.ts_max >= s.ts_min && b.ts_min <= s.ts_max).collect();
         let Some(newest) = blocks.last() else { return Ok(Vec::new()) };
-        if self.n == 1 {
-            if let Some(row) = last_row_from_stats(newest, series, s.ts_max, &s.cols) {
-                return Ok(vec![row]);
-            }
+        if self.n == 1
+            && let Some(row) = last_row_from_stats(newest, series, s.ts_max, &s.cols)
+        {
+            return Ok(vec![row]);
         }
         // Newest blocks first until they surely hold `n` rows inside the range (a block cut by the range
         // counts for nothing, so reading goes on past it).
@@ -153,6 +153,7 @@ mod tests {
     use crate::types::Value;
 
     /// Reference: the whole series through the ordinary snapshot, cut to its last `n` rows.
+    #[allow(clippy::too_many_arguments)] // a test reference taking the scan's own arguments
     fn tail_of_full(e: &Engine, db: DbId, t: TableId, series: &[SeriesId], lo: i64, hi: i64, cols: &[(ColId, FieldType)], n: usize) -> Vec<Option<SeriesRows>> {
         let snap = e.snapshot(db, t, series, lo, hi, cols);
         series
