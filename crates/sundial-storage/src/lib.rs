@@ -110,6 +110,7 @@ pub mod memtable;
 pub mod placement;
 pub mod rows;
 pub mod segment;
+pub mod throttle;
 pub mod tombstone;
 pub mod types;
 pub mod wal;
