@@ -1114,3 +1114,5 @@ mod tests;
 mod maintenance_tests;
 #[cfg(test)]
 mod model_tests;
+#[cfg(test)]
+mod catalog_rewrite_tests;
