@@ -758,6 +758,58 @@ fn into_targets() {
 // Other statements.
 
 #[test]
+fn retention_policy_statements_parse_in_influxdb_grammar() {
+    const D: i64 = 86_400_000_000_000;
+    let rp = |duration_ns, replication, shard_duration_ns, default| RetentionPolicyStatement {
+        name: "autogen".into(),
+        database: "db".into(),
+        duration_ns,
+        replication,
+        shard_duration_ns,
+        default,
+    };
+    assert_eq!(stmt("ALTER RETENTION POLICY autogen ON db DURATION 30d"), Statement::AlterRetentionPolicy(rp(Some(30 * D), None, None, false)));
+    // Options in any order, as InfluxDB accepts them.
+    assert_eq!(
+        stmt("alter retention policy \"autogen\" on \"db\" DEFAULT SHARD DURATION 1d REPLICATION 1 DURATION INF"),
+        Statement::AlterRetentionPolicy(rp(Some(0), Some(1), Some(D), true))
+    );
+    assert_eq!(
+        stmt("CREATE RETENTION POLICY autogen ON db DURATION 7d REPLICATION 1 SHARD DURATION 1d DEFAULT"),
+        Statement::CreateRetentionPolicy(rp(Some(7 * D), Some(1), Some(D), true))
+    );
+    assert_eq!(stmt("CREATE RETENTION POLICY autogen ON db DURATION 1h REPLICATION 1"), Statement::CreateRetentionPolicy(rp(Some(D / 24), Some(1), None, false)));
+    for q in [
+        "ALTER RETENTION POLICY autogen ON db DURATION 30d",
+        "ALTER RETENTION POLICY autogen ON db DURATION INF REPLICATION 1 SHARD DURATION 1d DEFAULT",
+        "ALTER RETENTION POLICY \"my rp\" ON \"my db\" DEFAULT",
+        "CREATE RETENTION POLICY autogen ON db DURATION 1h REPLICATION 1 DEFAULT",
+    ] {
+        roundtrip(q);
+    }
+}
+
+#[test]
+fn malformed_retention_policy_statements_are_refused_where_they_go_wrong() {
+    assert_eq!(
+        err("ALTER RETENTION POLICY autogen ON db"),
+        "found EOF, expected DURATION, REPLICATION, SHARD, DEFAULT at line 1, char 37"
+    );
+    assert_eq!(err("ALTER RETENTION POLICY autogen ON db DURATION 1d DURATION 2d"), "found duplicate DURATION at line 1, char 50");
+    assert_eq!(err("ALTER RETENTION POLICY autogen DURATION 1d"), "found DURATION, expected ON at line 1, char 32");
+    assert_eq!(err("ALTER RETENTION POLICY autogen ON db DURATION 1x"), "invalid duration 1x at line 1, char 47");
+    assert_eq!(err("ALTER DATABASE db"), "found DATABASE, expected RETENTION at line 1, char 7");
+    // CREATE needs DURATION then REPLICATION, in that order.
+    assert_eq!(err("CREATE RETENTION POLICY rp ON db DURATION 1d"), "found EOF, expected REPLICATION at line 1, char 45");
+    assert_eq!(err("CREATE RETENTION POLICY rp ON db REPLICATION 1"), "found REPLICATION, expected DURATION at line 1, char 34");
+    assert_eq!(
+        err("CREATE RETENTION POLICY rp ON db DURATION 1d REPLICATION 0"),
+        "invalid value 0: must be 1 <= n <= 2147483647 at line 1, char 58"
+    );
+    assert!(err("DROP RETENTION POLICY autogen ON db").contains("expected DATABASE, MEASUREMENT, SERIES"));
+}
+
+#[test]
 fn database_statements() {
     assert_eq!(stmt("SHOW DATABASES"), Statement::ShowDatabases);
     assert_eq!(
