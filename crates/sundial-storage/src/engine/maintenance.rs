@@ -16,7 +16,8 @@
 //! `retention_check_interval` on the flush thread, and on [`Engine::enforce_retention_now`]. Reads clamp
 //! their time range to the same point, so rows older than the retention are never served, whether in a
 //! memtable or a partition that is not yet wholly expired; writes of such rows are refused per line
-//! ([`Error::BeyondRetention`]). [`Engine::set_retention`] changes it (a durable catalog entry).
+//! ([`Error::BeyondRetention`]). [`Engine::set_retention`] changes it (a durable catalog entry) and
+//! deletes the partitions a shorter retention expires before returning.
 //!
 //! # Deletes
 //! [`Engine::delete`] writes a tombstone to `catalog.log` (fsynced), removes matching rows from the
@@ -354,8 +355,9 @@ impl Inner {
 
     /// Forgets, in memory, the tombstones that can no longer hide anything: no live segment holds rows
     /// they hide that were not already removed, and no frozen memtable is old enough for them (the active
-    /// memtable was cleaned by the delete itself). They stay in `catalog.log`, where WAL replay needs them;
-    /// the limit [`limits::TOMBSTONES_PER_TABLE_MAX`] counts the ones in memory.
+    /// memtable was cleaned by the delete itself). They stay in `catalog.log` while WAL replay may need
+    /// them (see `catalog_rewrite.rs`); the limit [`limits::TOMBSTONES_PER_TABLE_MAX`] counts the ones in
+    /// memory.
     pub(super) fn retire_tombstones(&self) {
         let mem = self.mem.read();
         let oldest_frozen = mem.frozen.iter().map(|f| f.generation).min().unwrap_or(u64::MAX);
