@@ -156,7 +156,7 @@ impl EngineConfig {
             retention_check_interval: Duration::from_millis(limits::RETENTION_CHECK_MS_DEFAULT),
             clock: Clock::system(),
             compaction_bytes_per_sec_max: None,
-            compaction_throttle_clock: SystemThrottleClock::new(),
+            compaction_throttle_clock: SystemThrottleClock::shared(),
             catalog_log_rewrite_bytes_min: limits::CATALOG_LOG_REWRITE_BYTES_MIN,
         }
     }

@@ -37,7 +37,7 @@ pub struct SystemThrottleClock {
 }
 
 impl SystemThrottleClock {
-    pub fn new() -> Arc<dyn ThrottleClock> {
+    pub fn shared() -> Arc<dyn ThrottleClock> {
         Arc::new(SystemThrottleClock { origin: Instant::now() })
     }
 }

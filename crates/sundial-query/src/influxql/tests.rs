@@ -866,7 +866,7 @@ fn database_statements() {
         ("CREATE DATABASE \"testdb\" WITH NAME", "found EOF, expected identifier at line 1, char 35"),
         ("CREATE DATABASE \"testdb\" WITH SHARD", "found EOF, expected DURATION at line 1, char 36"),
         ("CREATE DATABASE d WITH DURATION 15251w", "invalid duration 15251w at line 1, char 33"),
-        ("CREATE USER u", "found USER, expected DATABASE at line 1, char 8"),
+        ("CREATE USER u", "found USER, expected DATABASE, RETENTION at line 1, char 8"),
         ("DROP DATABASE", "found EOF, expected identifier at line 1, char 14"),
         ("DROP FOO", "found FOO, expected DATABASE, MEASUREMENT, SERIES at line 1, char 6"),
         ("SHOW RETENTION", "found EOF, expected POLICIES at line 1, char 15"),
@@ -1092,7 +1092,7 @@ fn multiple_statements() {
     assert_eq!(parse_query("  ;  ").unwrap(), vec![]);
     assert_eq!(format_query(&all), "SELECT x FROM m; SHOW DATABASES; DROP MEASUREMENT m");
     assert_eq!(err("SELECT x FROM m SHOW DATABASES"), "found SHOW, expected ; at line 1, char 17");
-    assert_eq!(err("blah blah"), "found blah, expected SELECT, DELETE, SHOW, CREATE, DROP, EXPLAIN at line 1, char 1");
+    assert_eq!(err("blah blah"), "found blah, expected SELECT, DELETE, SHOW, CREATE, DROP, EXPLAIN, ALTER at line 1, char 1");
     assert_eq!(parse_statement("SHOW DATABASES;").unwrap(), Statement::ShowDatabases);
     assert_eq!(parse_statement("SHOW DATABASES; SHOW DATABASES").unwrap_err().message, "found SHOW, expected EOF");
     assert_eq!(parse_expr("a b").unwrap_err().to_string(), "found b, expected EOF at line 1, char 3");
