@@ -78,3 +78,73 @@ def test_partitions_spread_over_several_data_directories(make_server, data_dir):
     assert len(partitions(data_dir)) + len(partitions(other)) == 12
     s = make_server("--data-dir", str(other), "--partition-duration", "1h")
     assert s.rows("SELECT count(*) AS n, sum(v) AS t FROM m", "db") == [{"n": 12, "t": 66}]
+
+
+def seg_files(data_dir):
+    return sorted(p for p in Path(data_dir).rglob("*.seg"))
+
+
+def rp_duration(server, db):
+    return influxql(server, f"SHOW RETENTION POLICIES ON {db}", db="")["series"][0]["values"][0][1]
+
+
+def test_retention_changed_by_alter_retention_policy_and_sql_is_enforced_at_once_and_survives_kill9(make_server, data_dir):
+    D = 24 * H
+    s = make_server()
+    assert "error" not in influxql(s, "CREATE DATABASE db WITH DURATION 30d", db="")
+    now = __import__("time").time_ns()
+    # One point per day for 10 days: ten daily partitions.
+    assert s.write("db", "\n".join(f"m v={d} {now - d * D}" for d in range(10))).status_code == 204
+    s.stop()  # flushed into segment files
+    s = make_server()
+    files = len(seg_files(data_dir))
+    assert files >= 10
+
+    # InfluxQL, as InfluxDB spells it (the default policy is autogen).
+    assert "error" not in influxql(s, "ALTER RETENTION POLICY autogen ON db DURATION 3d DEFAULT", db="")
+    assert rp_duration(s, "db") == "72h0m0s"
+    assert s.rows("SELECT count(*) AS n FROM m", "db") == [{"n": 3}]
+    # The expired partitions' files are gone when the statement returns, not at the next periodic run.
+    assert len(seg_files(data_dir)) <= 4, seg_files(data_dir)
+    r = s.write("db", f"m v=1 {now - 5 * D}")
+    assert r.status_code == 400 and "beyond retention" in r.text, r.text
+
+    s.kill9()
+    s = make_server()
+    assert rp_duration(s, "db") == "72h0m0s", "the new retention is durable"
+    assert s.rows("SELECT count(*) AS n FROM m", "db") == [{"n": 3}]
+
+    # SQL.
+    assert s.sql("ALTER DATABASE db SET RETENTION '2d'").status_code == 200
+    assert rp_duration(s, "db") == "48h0m0s"
+    assert s.rows("SELECT count(*) AS n FROM m", "db") == [{"n": 2}]
+    assert s.sql("ALTER DATABASE db SET RETENTION 'inf'").status_code == 200
+    assert rp_duration(s, "db") == "0s"
+    s.kill9()
+    s = make_server()
+    assert rp_duration(s, "db") == "0s"
+
+
+def test_retention_statements_sundial_cannot_honour_are_refused_clearly(server):
+    s = server
+    assert s.sql("CREATE DATABASE db").status_code == 200
+    for q, want in [
+        ("ALTER RETENTION POLICY weekly ON db DURATION 7d", "retention policy not found: weekly"),
+        ("ALTER RETENTION POLICY autogen ON nope DURATION 7d", "database not found: nope"),
+        ("ALTER RETENTION POLICY autogen ON db SHARD DURATION 1d", "SHARD DURATION is not supported"),
+        ("ALTER RETENTION POLICY autogen ON db REPLICATION 3", "REPLICATION 3 is not supported"),
+        ("CREATE RETENTION POLICY weekly ON db DURATION 7d REPLICATION 1 DEFAULT", "one retention policy per database"),
+        ("CREATE RETENTION POLICY autogen ON db DURATION 7d REPLICATION 1", "conflicts with an existing policy"),
+    ]:
+        res = influxql(s, q, db="")
+        assert want in res.get("error", ""), (q, res)
+    # Creating autogen again with its current settings is a no-op, as in InfluxDB.
+    assert "error" not in influxql(s, "CREATE RETENTION POLICY autogen ON db DURATION INF REPLICATION 1 DEFAULT", db="")
+    # A syntax error is a 400 with InfluxDB's parse error.
+    r = requests.post(s.url + "/query", params={"q": "ALTER RETENTION POLICY autogen ON db"}, timeout=60)
+    assert r.status_code == 400 and "expected DURATION, REPLICATION, SHARD, DEFAULT" in r.text, r.text
+    # SQL: a malformed statement names the expected form; an unknown database is 404.
+    r = s.sql("ALTER DATABASE db SET RETENTION 30d")
+    assert r.status_code == 400 and "ALTER DATABASE <name> SET RETENTION '<duration>'" in r.text, r.text
+    assert s.sql("ALTER DATABASE nope SET RETENTION '1d'").status_code == 404
+    assert rp_duration(s, "db") == "0s", "nothing changed"

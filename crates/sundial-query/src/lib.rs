@@ -4,7 +4,8 @@
 //!   [`provider::SundialTable`], whose scan ([`scan::ScanExec`]) reads only the series selected by tag
 //!   filters and only the time range of time filters ([`pushdown`]).
 //! - [`QueryEngine::sql`] runs SQL: the database statements Sundial owns (`CREATE DATABASE`,
-//!   `DROP DATABASE`, `SHOW DATABASES`) directly, everything else through DataFusion.
+//!   `DROP DATABASE`, `SHOW DATABASES`, `ALTER DATABASE db SET RETENTION '30d'`) directly, everything
+//!   else through DataFusion.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), sundial_query::QueryError> {
@@ -135,6 +136,10 @@ impl QueryEngine {
 
     /// Runs every statement of `sql`; returns the output of the last one.
     pub async fn sql(&self, db: Option<&str>, sql: &str) -> Result<QueryOutput, QueryError> {
+        if let Some(alter) = parse_alter_database(sql)? {
+            self.engine.set_retention(&alter.database, alter.retention_ns)?;
+            return Ok(QueryOutput::empty());
+        }
         let statements = DFParser::parse_sql_with_dialect(sql, &GenericDialect {})?;
         if statements.is_empty() {
             return Err(QueryError::Unsupported("the query holds no statement".into()));
@@ -243,6 +248,100 @@ impl QueryEngine {
     }
 }
 
+/// `ALTER DATABASE db SET RETENTION [=|TO] 'duration'`, Sundial's SQL for changing a database's retention
+/// (DataFusion's SQL has no `ALTER DATABASE`; this is the closest PostgreSQL shape, `ALTER DATABASE name
+/// SET parameter { TO | = } value`). The duration is written as in InfluxQL and `--retention`: `30d`,
+/// `12h`, `1h30m`, `2w`; `'inf'` or `'0'` keeps data forever.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlterDatabase {
+    pub database: String,
+    pub retention_ns: i64,
+}
+
+/// Recognises [`AlterDatabase`]: `Ok(None)` when `sql` does not start with `ALTER DATABASE` (it is
+/// then for DataFusion), an error naming the expected form when it does but is malformed. It must be
+/// the only statement of the query.
+pub fn parse_alter_database(sql: &str) -> Result<Option<AlterDatabase>, QueryError> {
+    use datafusion::sql::sqlparser::tokenizer::{Token, Tokenizer};
+    const FORM: &str = "expected ALTER DATABASE <name> SET RETENTION '<duration>' (e.g. '30d', '12h', or 'inf' to keep data forever)";
+    let Ok(tokens) = Tokenizer::new(&GenericDialect {}, sql).tokenize() else { return Ok(None) };
+    let mut it = tokens.into_iter().filter(|t| !matches!(t, Token::Whitespace(_))).peekable();
+    let word = |t: &Option<Token>, kw: &str| matches!(t, Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(kw));
+    let (first, second) = (it.next(), it.next());
+    if !word(&first, "ALTER") || !word(&second, "DATABASE") {
+        return Ok(None);
+    }
+    let bad = |what: &str| QueryError::Unsupported(format!("ALTER DATABASE: {what}; {FORM}"));
+    let database = match it.next() {
+        Some(Token::Word(w)) => w.value,
+        other => return Err(bad(&format!("found {} where the database name belongs", describe(other.as_ref())))),
+    };
+    for kw in ["SET", "RETENTION"] {
+        let t = it.next();
+        if !word(&t, kw) {
+            return Err(bad(&format!("found {} where {kw} belongs", describe(t.as_ref()))));
+        }
+    }
+    if matches!(it.peek(), Some(Token::Eq)) || word(&it.peek().cloned(), "TO") {
+        it.next();
+    }
+    let text = match it.next() {
+        Some(Token::SingleQuotedString(s)) => s,
+        other => return Err(bad(&format!("found {} where the quoted duration belongs", describe(other.as_ref())))),
+    };
+    while matches!(it.peek(), Some(Token::SemiColon)) {
+        it.next();
+    }
+    if let Some(t) = it.next() {
+        return Err(bad(&format!("found {} after the duration (ALTER DATABASE must be the only statement)", describe(Some(&t)))));
+    }
+    let retention_ns = match text.trim() {
+        "0" => 0,
+        t if t.eq_ignore_ascii_case("inf") => 0,
+        t => influxql::parse_duration(t).filter(|d| *d > 0).ok_or_else(|| bad(&format!("'{text}' is not a positive duration")))?,
+    };
+    Ok(Some(AlterDatabase { database, retention_ns }))
+}
+
+fn describe(t: Option<&datafusion::sql::sqlparser::tokenizer::Token>) -> String {
+    t.map_or_else(|| "the end of the query".to_string(), |t| format!("`{t}`"))
+}
+
 fn object_name(n: &datafusion::sql::sqlparser::ast::ObjectName) -> String {
     n.0.iter().map(|p| p.as_ident().map(|i| i.value.clone()).unwrap_or_else(|| p.to_string())).collect::<Vec<_>>().join(".")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alter(sql: &str) -> Result<Option<AlterDatabase>, String> {
+        parse_alter_database(sql).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn alter_database_set_retention_parses_its_forms() {
+        let want = |db: &str, ns: i64| Ok(Some(AlterDatabase { database: db.into(), retention_ns: ns }));
+        assert_eq!(alter("ALTER DATABASE db SET RETENTION '30d'"), want("db", 30 * 86_400_000_000_000));
+        assert_eq!(alter("alter database \"My Db\" set retention = '1h30m';"), want("My Db", 5_400_000_000_000));
+        assert_eq!(alter("ALTER DATABASE db SET RETENTION TO 'inf'"), want("db", 0));
+        assert_eq!(alter("ALTER DATABASE db SET RETENTION '0'"), want("db", 0));
+        assert_eq!(alter("SELECT 1"), Ok(None));
+        assert_eq!(alter("ALTER TABLE t ADD COLUMN x INT"), Ok(None));
+    }
+
+    #[test]
+    fn malformed_alter_database_names_what_is_wrong_and_the_form() {
+        for (sql, what) in [
+            ("ALTER DATABASE db SET RETENTION 30d", "found `30` where the quoted duration belongs"),
+            ("ALTER DATABASE db SET RETENTION '30x'", "'30x' is not a positive duration"),
+            ("ALTER DATABASE db SET RETENTION '-1d'", "'-1d' is not a positive duration"),
+            ("ALTER DATABASE db SET OWNER TO bob", "found `OWNER` where RETENTION belongs"),
+            ("ALTER DATABASE db SET RETENTION '1d'; SELECT 1", "found `SELECT` after the duration"),
+            ("ALTER DATABASE", "found the end of the query where the database name belongs"),
+        ] {
+            let e = alter(sql).unwrap_err();
+            assert!(e.contains(what) && e.contains("expected ALTER DATABASE <name> SET RETENTION '<duration>'"), "{sql}: {e}");
+        }
+    }
 }

@@ -48,6 +48,35 @@ pub enum CatalogEntry {
     SetRetention { db: DbId, retention_ns: i64 },
     /// A delete (see [`crate::tombstone`]). The catalog itself ignores it; the engine keeps tombstones.
     Tombstone(crate::tombstone::Tombstone),
+    /// Floors of every counter that must never go back, written at the head of a rewritten
+    /// `catalog.log` (see `engine/catalog_rewrite.rs`): the rewrite leaves out dropped objects and
+    /// retired tombstones, which were what kept the counters up. Every id allocated after it is at least
+    /// its value. The catalog takes `next_db` and `next_table`; the engine takes the rest.
+    Counters(Counters),
+}
+
+/// See [`CatalogEntry::Counters`]. Each field is the *next* value to allocate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub next_db: DbId,
+    pub next_table: TableId,
+    pub next_tombstone_id: u64,
+    pub next_generation: u64,
+    /// The WAL's next sequence number when the snapshot was taken.
+    pub next_wal_seq: u64,
+}
+
+impl Counters {
+    /// The larger of each field.
+    pub fn max(self, o: Counters) -> Counters {
+        Counters {
+            next_db: self.next_db.max(o.next_db),
+            next_table: self.next_table.max(o.next_table),
+            next_tombstone_id: self.next_tombstone_id.max(o.next_tombstone_id),
+            next_generation: self.next_generation.max(o.next_generation),
+            next_wal_seq: self.next_wal_seq.max(o.next_wal_seq),
+        }
+    }
 }
 
 /// Interned values of one tag column and, for each value, the series that carry it (ascending ids).
@@ -337,6 +366,10 @@ impl Catalog {
                 }
             }
             CatalogEntry::Tombstone(_) => {}
+            CatalogEntry::Counters(c) => {
+                self.next_db = self.next_db.max(c.next_db);
+                self.next_table = self.next_table.max(c.next_table);
+            }
             CatalogEntry::CreateTable { db, table, name } => {
                 self.next_table = self.next_table.max(table + 1);
                 let Some(c) = self.dbs.get_mut(db) else { return Ok(()) };
@@ -369,9 +402,17 @@ impl Catalog {
         Ok(())
     }
 
-    /// Every entry needed to rebuild this catalog from nothing, in an order `apply` accepts.
-    pub fn snapshot_entries(&self) -> Vec<CatalogEntry> {
-        let mut out = Vec::new();
+    /// Every entry needed to rebuild this catalog from nothing, in an order `apply` accepts: each live
+    /// database (with its current retention, so no `SetRetention` is needed), table, column and series,
+    /// then a `DropTable` for each dropped table of a live database for which `keep_drop` says yes.
+    ///
+    /// A dropped table's `DropTable` matters only while a WAL record that creates it may still be
+    /// replayed (the drop keeps the create from resurrecting the table); the caller knows which.
+    /// Dropped databases need none: `CreateDb` never travels in the WAL, and entries of an absent
+    /// database are ignored. The id counters are *not* carried by these entries (the highest ids may
+    /// belong to dropped objects): the caller writes a [`CatalogEntry::Counters`] too.
+    pub fn snapshot_entries(&self, keep_drop: &dyn Fn(DbId, TableId) -> bool) -> Vec<CatalogEntry> {
+        let mut out = Vec::with_capacity(self.live_entry_count());
         for db in self.dbs() {
             out.push(CatalogEntry::CreateDb { db: db.id, name: db.name.to_string(), retention_ns: db.retention_ns });
             for t in db.tables() {
@@ -389,14 +430,22 @@ impl Catalog {
                 }
             }
         }
-        // The drops too, so that entries of dropped ids still waiting in a WAL stay ignored.
-        let mut dbs: Vec<DbId> = self.dropped_dbs.iter().copied().collect();
-        dbs.sort_unstable();
-        out.extend(dbs.into_iter().map(|db| CatalogEntry::DropDb { db }));
-        let mut tables: Vec<(DbId, TableId)> = self.dropped_tables.iter().copied().collect();
-        tables.sort_unstable();
-        out.extend(tables.into_iter().map(|(db, table)| CatalogEntry::DropTable { db, table }));
+        out.extend(self.kept_drops(keep_drop).into_iter().map(|(db, table)| CatalogEntry::DropTable { db, table }));
         out
+    }
+
+    /// The dropped tables of live databases that `keep_drop` keeps, sorted.
+    pub fn kept_drops(&self, keep_drop: &dyn Fn(DbId, TableId) -> bool) -> Vec<(DbId, TableId)> {
+        let mut tables: Vec<(DbId, TableId)> =
+            self.dropped_tables.iter().copied().filter(|(d, t)| self.dbs.contains_key(d) && keep_drop(*d, *t)).collect();
+        tables.sort_unstable();
+        tables
+    }
+
+    /// How many entries [`Catalog::snapshot_entries`] writes for the live objects (not the drops), in
+    /// O(tables): the measure of the live part of `catalog.log`.
+    pub fn live_entry_count(&self) -> usize {
+        self.dbs.values().map(|d| 1 + d.tables.values().map(|t| 1 + t.columns.len() + t.series.len()).sum::<usize>()).sum()
     }
 }
 

@@ -13,15 +13,30 @@
 //! 7 SetRetention db retention_ns:i64
 //! 8 Tombstone    id:u64 db table all:u8 [all = 0: n:uvarint series:uvarint*n (ascending)]
 //!                ts_min:i64 ts_max:i64 gen:u64 wal_seq:u64
+//! 9 Counters     next_db next_table next_tombstone_id:u64 next_generation:u64 next_wal_seq:u64
 //! ```
-//! Kind 8 was added with segment format 2 (storage v2); the log's own version stays 1 because the
-//! change only adds a kind: an older build meets it as "a checksummed catalog record does not decode".
+//! Kind 8 was added with segment format 2 (storage v2), kind 9 with the log rewrite; the log's own
+//! version stays 1 because each change only adds a kind: an older build meets it as "a checksummed
+//! catalog record does not decode".
+//!
+//! # Rewrite
+//! The log only grows: drops, superseded retentions, tombstones that compaction has applied and the
+//! entries each restart appends again from the WAL all stay. [`CatalogLog::rewrite`] replaces it with a
+//! snapshot (the engine decides what is live, see `engine/catalog_rewrite.rs`):
+//! 1. write the snapshot to `catalog.log.tmp` (created fresh) and fsync it;
+//! 2. rename it over `catalog.log` (atomic), and append from then on through the new file;
+//! 3. fsync the directory.
+//!
+//! A crash before 2 leaves the old log whole, and [`CatalogLog::open`] deletes the leftover `.tmp`; a
+//! crash after 2 leaves one of the two logs, which describe the same catalog. An error in 1 or 2 changes
+//! nothing; an error in 3 leaves unknown which log a power loss would keep, while later appends go to
+//! the new one: the engine stops accepting changes ([`RewriteError::AfterRename`]).
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::catalog::{CatalogEntry, ColumnKind};
+use crate::catalog::{CatalogEntry, ColumnKind, Counters};
 use crate::tombstone::Tombstone;
 use crate::encoding::{Reader, put_i64, put_str, put_u8, put_u16, put_u32, put_u64, put_uvarint};
 use crate::error::{Error, Result};
@@ -102,6 +117,14 @@ pub fn encode_entry(out: &mut Vec<u8>, e: &CatalogEntry) {
             put_u64(out, t.generation);
             put_u64(out, t.wal_seq);
         }
+        CatalogEntry::Counters(c) => {
+            put_u8(out, 9);
+            put_u32(out, c.next_db);
+            put_u32(out, c.next_table);
+            put_u64(out, c.next_tombstone_id);
+            put_u64(out, c.next_generation);
+            put_u64(out, c.next_wal_seq);
+        }
     }
 }
 
@@ -148,6 +171,13 @@ pub fn decode_entry(r: &mut Reader<'_>) -> Option<CatalogEntry> {
             let (ts_min, ts_max, generation, wal_seq) = (r.i64()?, r.i64()?, r.u64()?, r.u64()?);
             CatalogEntry::Tombstone(Tombstone { id, db, table, series, ts_min, ts_max, generation, wal_seq })
         }
+        9 => CatalogEntry::Counters(Counters {
+            next_db: r.u32()?,
+            next_table: r.u32()?,
+            next_tombstone_id: r.u64()?,
+            next_generation: r.u64()?,
+            next_wal_seq: r.u64()?,
+        }),
         _ => return None,
     })
 }
@@ -156,13 +186,68 @@ pub fn decode_entry(r: &mut Reader<'_>) -> Option<CatalogEntry> {
 pub struct CatalogLog {
     path: PathBuf,
     file: File,
+    /// Records in the file (the measure of its dead weight, against what a snapshot would write).
+    records: u64,
+    /// Bytes of the file.
+    bytes: u64,
+}
+
+/// Why [`CatalogLog::rewrite`] failed, and so whether the log is still the old one.
+#[derive(Debug)]
+pub enum RewriteError {
+    /// Nothing changed: the old log is in place and still appended to.
+    Before(Error),
+    /// The new log is in place and appended to, but the directory fsync failed: a power loss may bring
+    /// back the old one without the later appends. The caller must stop accepting changes.
+    AfterRename(Error),
+}
+
+/// The temporary file of a rewrite: `catalog.log.tmp` next to `catalog.log`.
+pub fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().map(std::ffi::OsStr::to_os_string).unwrap_or_default();
+    name.push(".tmp");
+    path.with_file_name(name)
+}
+
+/// The bytes of a whole log holding `entries`: header, then one record each.
+pub fn encode_log(entries: &[CatalogEntry]) -> Result<Vec<u8>> {
+    let mut buf = frame::header(MAGIC, VERSION).to_vec();
+    let mut payload = Vec::new();
+    for e in entries {
+        payload.clear();
+        encode_entry(&mut payload, e);
+        check_record_len(&payload)?;
+        frame::put_record(&mut buf, &payload);
+    }
+    Ok(buf)
+}
+
+fn check_record_len(payload: &[u8]) -> Result<()> {
+    if payload.len() > CATALOG_RECORD_BYTES_MAX {
+        return Err(Error::LimitExceeded {
+            what: "catalog record bytes",
+            actual: payload.len() as u64,
+            limit: CATALOG_RECORD_BYTES_MAX as u64,
+            fix: "use fewer tags per series or shorter tag values",
+        });
+    }
+    Ok(())
 }
 
 impl CatalogLog {
     /// Opens (creating if absent) the log and returns every valid entry in it. A torn tail is truncated
     /// with a warning.
+    ///
+    /// A `catalog.log.tmp` left by a rewrite that a crash cut short is deleted: until its rename, the
+    /// old log is the valid one.
     pub fn open(path: &Path) -> Result<(CatalogLog, Vec<CatalogEntry>)> {
         let io = |e| Error::io(path, e);
+        let tmp = tmp_path(path);
+        match std::fs::remove_file(&tmp) {
+            Ok(()) => tracing::warn!(path = %tmp.display(), "removed the temporary file of a catalog log rewrite cut short by a crash"),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&tmp, e)),
+        }
         let mut file = OpenOptions::new().read(true).append(true).create(true).open(path).map_err(io)?;
         let bytes = std::fs::read(path).map_err(io)?;
         let fresh = frame::header(MAGIC, VERSION);
@@ -174,7 +259,8 @@ impl CatalogLog {
             }
             file.write_all(&fresh).map_err(io)?;
             file.sync_all().map_err(io)?;
-            return Ok((CatalogLog { path: path.to_path_buf(), file }, Vec::new()));
+            let log = CatalogLog { path: path.to_path_buf(), file, records: 0, bytes: frame::HEADER_BYTES as u64 };
+            return Ok((log, Vec::new()));
         }
         match frame::check_header(&bytes, MAGIC) {
             Some(VERSION) => {}
@@ -210,13 +296,40 @@ impl CatalogLog {
                 }
             }
         }
+        let keep = (frame::HEADER_BYTES + frames.valid_len()) as u64;
         if let Some(why) = frames.torn() {
-            let keep = (frame::HEADER_BYTES + frames.valid_len()) as u64;
             tracing::warn!(path = %path.display(), offset = keep, why, "truncating torn tail of the catalog log");
             file.set_len(keep).map_err(io)?;
             file.sync_all().map_err(io)?;
         }
-        Ok((CatalogLog { path: path.to_path_buf(), file }, entries))
+        let records = entries.len() as u64;
+        Ok((CatalogLog { path: path.to_path_buf(), file, records, bytes: keep }, entries))
+    }
+
+    /// Records and bytes in the file.
+    pub fn size(&self) -> (u64, u64) {
+        (self.records, self.bytes)
+    }
+
+    /// Replaces the log by one holding exactly `entries` (see the module doc for the protocol and its
+    /// crash cases). Later appends go to the new file.
+    pub fn rewrite(&mut self, entries: &[CatalogEntry]) -> std::result::Result<(), RewriteError> {
+        let tmp = tmp_path(&self.path);
+        let file = write_tmp(&tmp, entries).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            RewriteError::Before(e)
+        })?;
+        let bytes = file.metadata().map_err(|e| RewriteError::Before(Error::io(&tmp, e)))?.len();
+        std::fs::rename(&tmp, &self.path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            RewriteError::Before(Error::io(&self.path, e))
+        })?;
+        // The open descriptor follows the inode: it is now `catalog.log`.
+        self.file = file;
+        self.records = entries.len() as u64;
+        self.bytes = bytes;
+        let dir = self.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| RewriteError::AfterRename(Error::io(dir, e)))
     }
 
     /// Appends entries and makes them durable before returning.
@@ -233,8 +346,26 @@ impl CatalogLog {
         }
         let io = |e| Error::io(&self.path, e);
         self.file.write_all(&buf).map_err(io)?;
-        self.file.sync_data().map_err(io)
+        self.file.sync_data().map_err(io)?;
+        self.records += entries.len() as u64;
+        self.bytes += buf.len() as u64;
+        Ok(())
     }
+}
+
+/// Step 1 of a rewrite: `tmp` holds the whole new log, fsynced. Returns the file, open for appending.
+/// (Also what a test writes to simulate a crash before the rename.)
+pub fn write_tmp(tmp: &Path, entries: &[CatalogEntry]) -> Result<File> {
+    let buf = encode_log(entries)?;
+    let io = |e| Error::io(tmp, e);
+    match std::fs::remove_file(tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
+        _ => {}
+    }
+    let mut file = OpenOptions::new().read(true).append(true).create_new(true).open(tmp).map_err(io)?;
+    file.write_all(&buf).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -259,7 +390,46 @@ mod tests {
             CatalogEntry::Tombstone(Tombstone { id: 2, db: 3, table: 9, series: Some(vec![0, 300]), ts_min: i64::MIN, ts_max: i64::MAX, generation: 0, wal_seq: 1 }),
             CatalogEntry::DropTable { db: 3, table: 9 },
             CatalogEntry::DropDb { db: 3 },
+            CatalogEntry::Counters(Counters { next_db: 4, next_table: 10, next_tombstone_id: 3, next_generation: 8, next_wal_seq: 1 << 40 }),
         ]
+    }
+
+    #[test]
+    fn a_rewrite_replaces_the_log_and_later_appends_land_in_the_new_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.log");
+        let (mut log, _) = CatalogLog::open(&path).unwrap();
+        log.append(&sample()).unwrap();
+        let (records, bytes) = log.size();
+        assert_eq!(records, sample().len() as u64);
+        assert_eq!(bytes, std::fs::metadata(&path).unwrap().len());
+        let snapshot = sample()[..2].to_vec();
+        log.rewrite(&snapshot).unwrap();
+        assert!(!tmp_path(&path).exists());
+        log.append(&[CatalogEntry::DropDb { db: 4 }]).unwrap();
+        assert_eq!(log.size(), (3, std::fs::metadata(&path).unwrap().len()));
+        assert!(log.size().1 < bytes, "the log shrank");
+        drop(log);
+        let (_, got) = CatalogLog::open(&path).unwrap();
+        assert_eq!(got, [snapshot, vec![CatalogEntry::DropDb { db: 4 }]].concat());
+    }
+
+    /// A crash during a rewrite leaves `catalog.log.tmp` (whole or cut short) next to the old log, which
+    /// is still the valid one: open must ignore and delete the temporary file.
+    #[test]
+    fn a_rewrite_cut_short_before_its_rename_leaves_the_old_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog.log");
+        let (mut log, _) = CatalogLog::open(&path).unwrap();
+        log.append(&sample()).unwrap();
+        drop(log);
+        let whole = encode_log(&sample()[..1]).unwrap();
+        for tmp_bytes in [whole.clone(), whole[..whole.len() - 5].to_vec(), Vec::new()] {
+            std::fs::write(tmp_path(&path), &tmp_bytes).unwrap();
+            let (_, got) = CatalogLog::open(&path).unwrap();
+            assert_eq!(got, sample());
+            assert!(!tmp_path(&path).exists(), "the leftover temporary file is deleted");
+        }
     }
 
     #[test]

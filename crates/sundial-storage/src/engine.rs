@@ -4,7 +4,8 @@
 //! ```text
 //! <data>/LOCK                      held (flock) while an engine has the directory open (also in every
 //!                                  extra data directory, which holds only db<id>/ partitions)
-//! <data>/catalog.log               catalog entries (catalog_log.rs)
+//! <data>/catalog.log               catalog entries (catalog_log.rs); rewritten through
+//!                                  catalog.log.tmp when mostly dead (engine/catalog_rewrite.rs)
 //! <data>/wal/<first_seq>.wal       write-ahead log files (wal.rs)
 //! <data>/db<id>/p<start_ns>/t<table>-g<gen_min>-<gen_max>.seg    segment files (segment.rs; format
 //!                                  version 1 named them t<table>-g<generation>.seg)
@@ -45,7 +46,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 
 use crate::batch::WriteBatch;
-use crate::catalog::{Catalog, CatalogEntry, ColId, ColumnKind, DbId, Resolver, SeriesId, TableId, validate_name};
+use crate::catalog::{Catalog, CatalogEntry, ColId, ColumnKind, Counters, DbId, Resolver, SeriesId, TableId, validate_name};
 use crate::catalog_log::CatalogLog;
 use crate::error::{Error, Result};
 use crate::limits;
@@ -53,6 +54,7 @@ use crate::memtable::MemGen;
 use crate::rows::{self, SeriesRows};
 use crate::placement::Placement;
 use crate::segment::{PartitionedWriter, Segment, is_canonical_name};
+use crate::throttle::{SystemThrottleClock, ThrottleClock, TokenBucket};
 use crate::tombstone::{self, Tombstone};
 use crate::types::{FieldType, Value};
 use crate::wal::{self, SyncPolicy, Wal};
@@ -96,6 +98,18 @@ pub struct EngineConfig {
     pub retention_check_interval: Duration,
     /// The wall clock, for retention. Default: the system clock; tests use [`Clock::manual`].
     pub clock: Clock,
+    /// Cap on the bytes per second all compactions together write (a token bucket, see
+    /// [`crate::throttle`]); flushes are never limited, since ingest waits on them. `None` (the
+    /// default): unlimited — merges run at codec speed on `compaction_threads` threads (default one),
+    /// which on a dedicated disk costs little next to ingest, and too low a cap lets files pile up in
+    /// hot partitions (read amplification). Set it when the disk is shared with latency-sensitive work.
+    pub compaction_bytes_per_sec_max: Option<u64>,
+    /// Where the compaction rate limit reads time and sleeps. Default: the real clock; tests use
+    /// [`crate::throttle::ManualThrottleClock`].
+    pub compaction_throttle_clock: Arc<dyn ThrottleClock>,
+    /// `catalog.log` is rewritten as a snapshot only once it holds at least this many bytes (and more
+    /// than half of its records are dead). Default [`limits::CATALOG_LOG_REWRITE_BYTES_MIN`] (256 KiB).
+    pub catalog_log_rewrite_bytes_min: u64,
 }
 
 /// Where the engine reads the time (nanoseconds since the Unix epoch).
@@ -142,6 +156,9 @@ impl EngineConfig {
             compaction_threads: limits::COMPACTIONS_CONCURRENT_DEFAULT,
             retention_check_interval: Duration::from_millis(limits::RETENTION_CHECK_MS_DEFAULT),
             clock: Clock::system(),
+            compaction_bytes_per_sec_max: None,
+            compaction_throttle_clock: SystemThrottleClock::shared(),
+            catalog_log_rewrite_bytes_min: limits::CATALOG_LOG_REWRITE_BYTES_MIN,
         }
     }
 }
@@ -192,7 +209,11 @@ struct Inner {
     _locks: Vec<File>,
     placement: Placement,
     catalog: RwLock<Catalog>,
-    catalog_log: Mutex<CatalogLog>,
+    /// `catalog.log` and what the engine knows about its entries (for the rewrite).
+    catalog_log: Mutex<catalog_rewrite::LogState>,
+    /// Something may have made `catalog.log` entries dead (a flush deleted WAL files, tombstones were
+    /// retired, a drop): the flush thread checks whether a rewrite is due.
+    catalog_log_check_due: AtomicBool,
     wal: Wal,
     write_lock: Mutex<()>,
     mem: RwLock<MemState>,
@@ -209,6 +230,8 @@ struct Inner {
     next_tombstone_id: AtomicU64,
     compaction: maintenance::CompactionState,
     last_retention_run: Mutex<Instant>,
+    /// The compaction rate limit, shared by every compaction (`None`: unlimited).
+    compaction_throttle: Option<Arc<TokenBucket>>,
     /// Tests: stop flushing (a stand-in for a disk slower than ingest).
     flush_paused: AtomicBool,
 }
@@ -252,8 +275,12 @@ impl Engine {
 
         let (catalog_log, entries) = CatalogLog::open(&dir.join("catalog.log"))?;
         let mut catalog = Catalog::default();
+        let mut counters = Counters::default();
         for e in &entries {
             catalog.apply(e)?;
+            if let CatalogEntry::Counters(c) = e {
+                counters = counters.max(*c);
+            }
         }
         let segments = load_segments(placement.roots(), &catalog)?;
         let mut tombstones = TombstoneSet::new();
@@ -262,13 +289,24 @@ impl Engine {
                 tombstones.entry((t.db, t.table)).or_default().push(Arc::new(t.clone()));
             }
         }
-        let max_tombstone_id = tombstones.values().flatten().map(|t| t.id).max().unwrap_or(0);
+        let logged_tombstones: Vec<Tombstone> = tombstones.values().flatten().map(|t| (**t).clone()).collect();
+        // Tombstone ids must never be reused: a segment skips tombstones up to its `tombstones_applied`.
+        // The rewritten log may no longer hold the highest one, hence the segments and the counters.
+        let max_tombstone_id = tombstones
+            .values()
+            .flatten()
+            .map(|t| t.id)
+            .chain(segments.values().flatten().map(|s| s.id.tombstones_applied))
+            .chain(std::iter::once(counters.next_tombstone_id.saturating_sub(1)))
+            .max()
+            .unwrap_or(0);
         // Generations hidden by a tombstone must never be reused by a later flush.
         let max_gen = segments
             .values()
             .flatten()
             .map(|s| s.id.generation)
             .chain(tombstones.values().flatten().map(|t| t.generation))
+            .chain(std::iter::once(counters.next_generation.saturating_sub(1)))
             .max()
             .unwrap_or(0);
 
@@ -292,16 +330,21 @@ impl Engine {
         // Sequence numbers must never go below a tombstone's `wal_seq`, or a replay would hide rows
         // written after the delete (the WAL restarts at 1 when it lost every file).
         let max_wal_seq = tombstones.values().flatten().map(|t| t.wal_seq).max().unwrap_or(0);
-        let wal = Wal::open(&dir.join("wal"), next_seq.max(max_wal_seq), config.wal_sync)?;
+        let wal = Wal::open(&dir.join("wal"), next_seq.max(max_wal_seq).max(counters.next_wal_seq), config.wal_sync)?;
+        // Every WAL record on disk is older than the drops and tombstones already in the log.
+        let log_state = catalog_rewrite::LogState::new(catalog_log, &catalog, logged_tombstones, wal.next_seq());
         tombstones.retain(|(db, t), _| catalog.db_by_id(*db).is_some_and(|d| d.table_by_id(*t).is_some()));
         let compaction_threads = config.compaction_threads.min(limits::COMPACTIONS_CONCURRENT_MAX);
+        let config_throttle =
+            config.compaction_bytes_per_sec_max.map(|r| Arc::new(TokenBucket::new(r, config.compaction_throttle_clock.clone())));
 
         let inner = Arc::new(Inner {
             config,
             _locks: locks,
             placement,
             catalog: RwLock::new(catalog),
-            catalog_log: Mutex::new(catalog_log),
+            catalog_log: Mutex::new(log_state),
+            catalog_log_check_due: AtomicBool::new(true),
             wal,
             write_lock: Mutex::new(()),
             mem: RwLock::new(mem),
@@ -315,11 +358,15 @@ impl Engine {
             next_tombstone_id: AtomicU64::new(max_tombstone_id + 1),
             compaction: maintenance::CompactionState::default(),
             last_retention_run: Mutex::new(Instant::now()),
+            compaction_throttle: config_throttle,
             flush_paused: AtomicBool::new(false),
         });
         // Retention first, so that nothing expired is compacted or served.
         inner.enforce_retention()?;
         inner.retire_tombstones();
+        // Each start appends the replayed WAL entries again and may find many tombstones retired: the
+        // place where a log full of dead records is most likely, and no writer waits yet.
+        inner.maybe_rewrite_catalog_log(true);
         let worker = inner.clone();
         let flusher = std::thread::Builder::new()
             .name("sundial-flush".into())
@@ -362,7 +409,7 @@ impl Engine {
             });
         }
         let e = CatalogEntry::CreateDb { db: cat.next_db_id(), name: name.to_string(), retention_ns };
-        self.inner.catalog_log.lock().append(std::slice::from_ref(&e))?;
+        self.inner.catalog_log.lock().log.append(std::slice::from_ref(&e))?;
         cat.apply(&e)
     }
 
@@ -374,11 +421,12 @@ impl Engine {
             return if if_exists { Ok(()) } else { Err(Error::DatabaseNotFound { name: name.to_string() }) };
         };
         let e = CatalogEntry::DropDb { db };
-        self.inner.catalog_log.lock().append(std::slice::from_ref(&e))?;
+        self.inner.catalog_log.lock().log.append(std::slice::from_ref(&e))?;
         cat.apply(&e)?;
         drop(cat);
         self.inner.segments.write().retain(|(d, _), _| *d != db);
         self.inner.tombstones.write().retain(|(d, _), _| *d != db);
+        self.inner.catalog_log_check_due.store(true, Ordering::SeqCst);
         for root in self.inner.placement.roots() {
             remove_dir_if_exists(&root.join(format!("db{db}")))?;
         }
@@ -393,9 +441,15 @@ impl Engine {
         let Some(t) = db.table(table).map(|t| t.id) else { return Ok(()) };
         let e = CatalogEntry::DropTable { db: db.id, table: t };
         let db = db.id;
-        self.inner.catalog_log.lock().append(std::slice::from_ref(&e))?;
+        {
+            let mut log = self.inner.catalog_log.lock();
+            log.log.append(std::slice::from_ref(&e))?;
+            // WAL records before this sequence number may create the table again at replay.
+            log.drop_seqs.insert((db, t), self.inner.wal.next_seq());
+        }
         cat.apply(&e)?;
         drop(cat);
+        self.inner.catalog_log_check_due.store(true, Ordering::SeqCst);
         self.inner.tombstones.write().remove(&(db, t));
         let removed = self.inner.segments.write().remove(&(db, t)).unwrap_or_default();
         for s in removed {
@@ -825,6 +879,9 @@ impl Inner {
                 tracing::error!(error = %e, "flush failed; writes are refused until restart");
                 self.poison(&e);
             }
+            if self.catalog_log_check_due.swap(false, Ordering::SeqCst) {
+                self.maybe_rewrite_catalog_log(false);
+            }
             if self.last_retention_run.lock().elapsed() >= self.config.retention_check_interval
                 && let Err(e) = self.enforce_retention()
             {
@@ -869,6 +926,8 @@ impl Inner {
                 }
             }
             self.wal.delete_before(f.wal_end)?;
+            // Drops and tombstones only the deleted WAL files needed are dead in catalog.log now.
+            self.catalog_log_check_due.store(true, Ordering::SeqCst);
             tracing::debug!(rows = f.memtable.rows, segments = n, ms = start.elapsed().as_millis() as u64, "flushed");
             let _g = self.flush_mx.lock();
             self.flush_cv.notify_all();
@@ -877,7 +936,7 @@ impl Inner {
 
     /// Writes one frozen memtable to segment files and publishes them; returns the number of files.
     fn flush_one(&self, f: &Frozen) -> Result<usize> {
-        self.catalog_log.lock().append(&f.entries)?;
+        self.catalog_log.lock().log.append(&f.entries)?;
         let mut published = Vec::new();
         let mut tables: Vec<_> = f.memtable.tables.iter().collect();
         tables.sort_by_key(|(k, _)| **k);
@@ -1038,9 +1097,11 @@ impl TableSnapshot {
     }
 }
 
+mod catalog_rewrite;
 mod maintenance;
 mod summary;
 mod tail;
+pub use catalog_rewrite::CatalogLogRewrite;
 pub use maintenance::CompactionReport;
 pub use summary::{ColumnSummary, RangeSummary};
 pub use tail::TailSnapshot;
@@ -1051,3 +1112,5 @@ mod tests;
 mod maintenance_tests;
 #[cfg(test)]
 mod model_tests;
+#[cfg(test)]
+mod catalog_rewrite_tests;

@@ -36,10 +36,18 @@
 //! protocol and its case analysis are in [`compaction`]). [`Engine::compact_now`] runs compactions
 //! synchronously until none is left (tests, tools).
 //!
+//! Compaction's write bandwidth can be capped: `EngineConfig::compaction_bytes_per_sec_max` (`None`,
+//! unlimited, by default; `sundial serve --compaction-max-mib-per-sec`) feeds one
+//! [`throttle::TokenBucket`] shared by every merge, which each [`segment::SegmentWriter`] of a merge
+//! draws from before writing a chunk; flushes are never limited. Its clock is injectable
+//! (`EngineConfig::compaction_throttle_clock`), so tests check the exact pacing without sleeping.
+//!
 //! # Retention
-//! `CatalogEntry::CreateDb::retention_ns` ([`Engine::create_database`], [`Engine::set_retention`];
-//! 0 = forever). Partitions that end at or before `now − retention` are deleted at open, every
-//! `EngineConfig::retention_check_interval` (default 60 s) and on [`Engine::enforce_retention_now`].
+//! `CatalogEntry::CreateDb::retention_ns` ([`Engine::create_database`]; 0 = forever), changed by
+//! [`Engine::set_retention`] (a durable `SetRetention` entry; InfluxQL `ALTER RETENTION POLICY`, SQL
+//! `ALTER DATABASE … SET RETENTION`). Partitions that end at or before `now − retention` are deleted at
+//! open, every `EngineConfig::retention_check_interval` (default 60 s), on
+//! [`Engine::enforce_retention_now`], and by `set_retention` before it returns.
 //! Reads clamp their range to `now − retention`, so rows older than that are never served, even from a
 //! memtable or a partially expired partition; the flush does not write them. A write of a row older
 //! than that is refused for its line with [`Error::BeyondRetention`] ("points beyond retention
@@ -53,6 +61,17 @@
 //! compaction rewrites the files holding them, which frees the disk, and then retires the tombstone
 //! from memory. [`Engine::summarize`] (block statistics) declines ranges a tombstone touches and
 //! [`Engine::snapshot_tail`] reads such sources whole, so both stay exact; both also honour retention.
+//!
+//! # The catalog log and its rewrite
+//! `catalog.log` ([`catalog_log`]) is appended to by catalog statements, deletes and flushes. Once it is
+//! at least `EngineConfig::catalog_log_rewrite_bytes_min` (default
+//! [`limits::CATALOG_LOG_REWRITE_BYTES_MIN`], 256 KiB) and more than half dead — drops, superseded
+//! retentions, tombstones nothing needs any more, entries each restart appended again — it is rewritten as
+//! a snapshot (a [`catalog::Counters`] record so that no id is ever reused, the live catalog, and the
+//! drops and tombstones the WAL on disk may still need), through `catalog.log.tmp`, fsync, rename and a
+//! directory fsync. It is checked at open and by the flush thread; [`Engine::rewrite_catalog_log_now`]
+//! forces one. Which entries are still needed, and why that is safe against WAL replay, is in
+//! `engine/catalog_rewrite.rs`.
 //!
 //! # Backpressure
 //! A flush starts when the active memtable reaches `EngineConfig::memtable_bytes_max` (X). Writers
@@ -69,7 +88,8 @@
 //! `gen_min` and `tombstones_applied`) plus the float codecs Alp and Gorilla. Version-1 and 2 files are
 //! read (and rewritten as version 3 when compacted); a newer
 //! version is refused with [`Error::UnsupportedVersion`]. `catalog.log` gained record kind 8
-//! (tombstone). `tests/fixtures/v1-datadir` is a data directory written by version 1, opened by a test.
+//! (tombstone), then kind 9 (counters, written by the rewrite). `tests/fixtures/v1-datadir` is a data
+//! directory written by version 1, opened by a test.
 //!
 //! # Example
 //! ```
@@ -118,6 +138,7 @@ pub mod memtable;
 pub mod placement;
 pub mod rows;
 pub mod segment;
+pub mod throttle;
 pub mod tombstone;
 pub mod types;
 pub mod wal;

@@ -97,3 +97,18 @@ pub const COMPACTION_RETRY_MS: u64 = 60_000;
 
 /// How often the flush thread drops partitions past their database's retention.
 pub const RETENTION_CHECK_MS_DEFAULT: u64 = 60_000;
+
+/// Credit a compaction rate limit lets through at full speed after an idle period
+/// (`EngineConfig::compaction_bytes_per_sec_max`; see `throttle.rs`): a tenth of a second of the rate.
+/// Small enough that a merge never bursts for long, large enough that one block's chunks rarely sleep.
+pub const COMPACTION_THROTTLE_BURST_MS: u64 = 100;
+
+/// `catalog.log` is rewritten (a snapshot of the live catalog, see `engine/catalog_rewrite.rs`) only once
+/// it is at least this large (`EngineConfig::catalog_log_rewrite_bytes_min`) *and* more than half of its
+/// records are dead. Below it, replaying the whole log at start-up takes about a millisecond and a rewrite
+/// (two fsyncs and a rename) would cost more than it saves.
+pub const CATALOG_LOG_REWRITE_BYTES_MIN: u64 = 256 * 1024;
+
+/// The dead-weight trigger of the `catalog.log` rewrite: rewrite when the log holds more than this many
+/// times the records a snapshot would write (i.e. more than half of them are dead).
+pub const CATALOG_LOG_REWRITE_RECORDS_RATIO: u64 = 2;

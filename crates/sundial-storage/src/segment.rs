@@ -61,6 +61,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::catalog::{ColId, DbId, SeriesId, TableId};
 use crate::codec;
@@ -69,6 +70,7 @@ use crate::error::{Error, Result};
 use crate::frame;
 use crate::limits::{BLOCK_ROWS_MAX, COLUMNS_PER_TABLE_MAX};
 use crate::rows::SeriesRows;
+use crate::throttle::TokenBucket;
 use crate::types::{Column, ColumnValues, FieldType, Value};
 
 pub const MAGIC: &[u8; 8] = b"SDSEG\0\0\0";
@@ -213,6 +215,8 @@ pub struct SegmentWriter {
     offset: u64,
     blocks: Vec<BlockMeta>,
     scratch: Vec<u8>,
+    /// Compaction's bandwidth cap (`None` for flushes, which must keep up with ingest).
+    throttle: Option<Arc<TokenBucket>>,
 }
 
 impl SegmentWriter {
@@ -228,13 +232,23 @@ impl SegmentWriter {
             offset: 0,
             blocks: Vec::new(),
             scratch: Vec::new(),
+            throttle: None,
         };
         w.put(&frame::header(MAGIC, VERSION))?;
         Ok(w)
     }
 
+    /// Paces every later write through `throttle` (compaction's rate limit, see [`crate::throttle`]).
+    pub fn with_throttle(mut self, throttle: Option<Arc<TokenBucket>>) -> SegmentWriter {
+        self.throttle = throttle;
+        self
+    }
+
     fn put(&mut self, b: &[u8]) -> Result<ChunkRef> {
         let r = ChunkRef { offset: self.offset, len: b.len() as u32, crc: crc32c::crc32c(b) };
+        if let Some(t) = &self.throttle {
+            t.acquire(b.len() as u64);
+        }
         self.out.write_all(b).map_err(|e| Error::io(&self.tmp_path, e))?;
         self.offset += b.len() as u64;
         Ok(r)

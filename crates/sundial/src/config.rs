@@ -83,6 +83,12 @@ pub struct ServeArgs {
     #[arg(long, env = "SUNDIAL_PARTITION_DURATION")]
     pub partition_duration: Option<String>,
 
+    /// Cap on the bandwidth compaction writes with, in MiB/s, shared by all compaction threads; `0`
+    /// for no cap. Flushes are never limited (ingest waits on them). Set it when the disk also serves
+    /// latency-sensitive work: a merge otherwise writes at codec speed, in bursts. [default: 0]
+    #[arg(long, env = "SUNDIAL_COMPACTION_MAX_MIB_PER_SEC")]
+    pub compaction_max_mib_per_sec: Option<u64>,
+
     /// Largest request body accepted (after gzip decompression), in MiB. [default: 64]
     #[arg(long, env = "SUNDIAL_MAX_BODY_MIB")]
     pub max_body_mib: Option<usize>,
@@ -180,6 +186,9 @@ impl ServeArgs {
         if let Some(d) = self.partition_duration.or(file.partition_duration) {
             engine.partition_ns = parse_duration_ns(&d).context("--partition-duration")?;
         }
+        if let Some(m) = self.compaction_max_mib_per_sec.or(file.compaction_max_mib_per_sec) {
+            engine.compaction_bytes_per_sec_max = (m > 0).then(|| m.saturating_mul(1024 * 1024));
+        }
         if let Some(m) = self.max_body_mib.or(file.max_body_mib) {
             server.max_body_bytes = m.max(1) * 1024 * 1024;
         }
@@ -224,9 +233,13 @@ mod tests {
     fn flags_override_the_file_and_the_file_overrides_defaults() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.toml");
-        std::fs::write(&path, "http_addr = \"127.0.0.1:1\"\nmemtable_mib = 3\nwal_sync = \"interval:10\"\n").unwrap();
-        let args = ServeArgs { config: Some(path), http_addr: Some("127.0.0.1:2".into()), ..Default::default() };
+        std::fs::write(&path, "http_addr = \"127.0.0.1:1\"\nmemtable_mib = 3\nwal_sync = \"interval:10\"\ncompaction_max_mib_per_sec = 5\n").unwrap();
+        let args = ServeArgs { config: Some(path.clone()), http_addr: Some("127.0.0.1:2".into()), ..Default::default() };
         let s = args.resolve().unwrap();
+        assert_eq!(s.engine.compaction_bytes_per_sec_max, Some(5 * 1024 * 1024));
+        let off = ServeArgs { config: Some(path), compaction_max_mib_per_sec: Some(0), ..Default::default() };
+        assert_eq!(off.resolve().unwrap().engine.compaction_bytes_per_sec_max, None, "0 is no cap");
+        assert_eq!(ServeArgs::default().resolve().unwrap().engine.compaction_bytes_per_sec_max, None);
         assert_eq!(s.http_addr, "127.0.0.1:2");
         assert_eq!(s.engine.memtable_bytes_max, 3 * 1024 * 1024);
         assert_eq!(s.engine.wal_sync, SyncPolicy::Interval(Duration::from_millis(10)));

@@ -8,7 +8,7 @@ use sundial_storage::catalog::{ColumnKind, DbCatalog, TableCatalog};
 use super::cell::Cell;
 use super::{Series, StatementResult, database};
 use crate::QueryEngine;
-use crate::influxql::{BinaryOp, Expr, Measurement, MeasurementName, Statement, TagKeyFilter};
+use crate::influxql::{BinaryOp, Expr, Measurement, MeasurementName, RetentionPolicyStatement, Statement, TagKeyFilter};
 
 pub fn run(qe: &QueryEngine, db: Option<&str>, st: &Statement, now_ns: i64) -> Result<StatementResult, String> {
     let engine = qe.storage();
@@ -26,6 +26,29 @@ pub fn run(qe: &QueryEngine, db: Option<&str>, st: &Statement, now_ns: i64) -> R
             engine.drop_database(name, true).map_err(|e| e.to_string())?;
             Ok(StatementResult::default())
         }
+        Statement::AlterRetentionPolicy(rp) => {
+            let duration_ns = check_policy(qe, rp)?;
+            if let Some(d) = duration_ns {
+                engine.set_retention(&rp.database, d).map_err(|e| e.to_string())?;
+            }
+            Ok(StatementResult::default())
+        }
+        Statement::CreateRetentionPolicy(rp) => {
+            // autogen always exists: as in InfluxDB, creating it again with its current settings is a
+            // no-op and with others a conflict.
+            let current = check_policy(qe, rp)?;
+            let have = engine.catalog().db(&rp.database).map(|d| d.retention_ns);
+            if current.is_some() && current != have {
+                return Err(format!(
+                    "retention policy conflicts with an existing policy: {AUTOGEN} on {} has duration {}; change it with ALTER RETENTION POLICY {AUTOGEN} ON \"{}\" DURATION {}",
+                    rp.database,
+                    go_duration(have.unwrap_or(0)),
+                    rp.database.replace('"', "\\\""),
+                    crate::influxql::format_duration(current.unwrap_or(0)),
+                ));
+            }
+            Ok(StatementResult::default())
+        }
         Statement::DropMeasurement { name } => {
             let db = database(None, db)?;
             let exists = engine.catalog().db(db).ok_or_else(|| format!("database not found: {db}"))?.table(name).is_some();
@@ -40,7 +63,7 @@ pub fn run(qe: &QueryEngine, db: Option<&str>, st: &Statement, now_ns: i64) -> R
             let cat = engine.catalog();
             let d = cat.db(db).ok_or_else(|| format!("database not found: {db}"))?;
             let row = vec![
-                Cell::String("autogen".into()),
+                Cell::String(AUTOGEN.into()),
                 Cell::String(go_duration(d.retention_ns)),
                 Cell::String(go_duration(shard_group_ns(d.retention_ns))),
                 Cell::Integer(1),
@@ -332,6 +355,33 @@ fn eval(e: &Expr, tags: &BTreeMap<String, String>) -> bool {
 }
 
 /// Go's `time.Duration.String()` for whole seconds, as InfluxDB prints retention: `0s`, `168h0m0s`.
+/// The one retention policy of every database, named as InfluxDB names the default one.
+const AUTOGEN: &str = "autogen";
+
+/// Checks a `CREATE`/`ALTER RETENTION POLICY` against what Sundial has: one policy per database,
+/// `autogen`, on one node, over the server's time partitions. Returns the duration to set, if any.
+fn check_policy(qe: &QueryEngine, rp: &RetentionPolicyStatement) -> Result<Option<i64>, String> {
+    if qe.storage().catalog().db(&rp.database).is_none() {
+        return Err(format!("database not found: {}", rp.database));
+    }
+    if rp.name != AUTOGEN {
+        return Err(format!(
+            "retention policy not found: {}. Sundial keeps one retention policy per database, {AUTOGEN}; change its duration with ALTER RETENTION POLICY {AUTOGEN} ON \"{}\" DURATION <d>",
+            rp.name,
+            rp.database.replace('"', "\\\""),
+        ));
+    }
+    if let Some(n) = rp.replication.filter(|n| *n != 1) {
+        return Err(format!("REPLICATION {n} is not supported: Sundial is a single node; use REPLICATION 1 or leave it out"));
+    }
+    if rp.shard_duration_ns.is_some() {
+        return Err(
+            "SHARD DURATION is not supported: time partitions are set for the whole server (--partition-duration); leave it out".into(),
+        );
+    }
+    Ok(rp.duration_ns)
+}
+
 fn go_duration(ns: i64) -> String {
     let secs = ns / 1_000_000_000;
     if secs == 0 {

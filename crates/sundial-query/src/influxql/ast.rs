@@ -23,6 +23,11 @@ pub enum Statement {
     DropDatabase {
         name: String,
     },
+    /// `CREATE RETENTION POLICY name ON db DURATION d REPLICATION n [SHARD DURATION d] [DEFAULT]`
+    CreateRetentionPolicy(RetentionPolicyStatement),
+    /// `ALTER RETENTION POLICY name ON db [DURATION d] [REPLICATION n] [SHARD DURATION d] [DEFAULT]`
+    /// (at least one option, in any order, each at most once)
+    AlterRetentionPolicy(RetentionPolicyStatement),
     /// `SHOW RETENTION POLICIES [ON db]`
     ShowRetentionPolicies {
         database: Option<String>,
@@ -349,6 +354,22 @@ pub struct RetentionPolicySpec {
     pub name: Option<String>,
 }
 
+/// `CREATE RETENTION POLICY` or `ALTER RETENTION POLICY`: the policy, its database and the options given.
+/// For `CREATE`, `duration_ns` and `replication` are always set (InfluxDB requires both).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetentionPolicyStatement {
+    pub name: String,
+    pub database: String,
+    /// Nanoseconds; `Some(0)` for `DURATION INF` (keep forever).
+    pub duration_ns: Option<i64>,
+    /// At least 1.
+    pub replication: Option<u32>,
+    /// Nanoseconds; `Some(0)` for `INF` (let the server choose).
+    pub shard_duration_ns: Option<i64>,
+    /// `DEFAULT`: make it the database's default policy.
+    pub default: bool,
+}
+
 /// `SHOW MEASUREMENTS [ON db] [WITH MEASUREMENT (= name | =~ /re/)] [WHERE ...] [LIMIT n] [OFFSET n]`
 #[derive(Debug, Clone, PartialEq)]
 pub struct ShowMeasurementsStatement {
@@ -662,6 +683,8 @@ impl Display for Statement {
             Statement::ShowDatabases => f.write_str("SHOW DATABASES"),
             Statement::CreateDatabase(c) => c.fmt(f),
             Statement::DropDatabase { name } => write!(f, "DROP DATABASE {}", Ident(name)),
+            Statement::CreateRetentionPolicy(rp) => write!(f, "CREATE {rp}"),
+            Statement::AlterRetentionPolicy(rp) => write!(f, "ALTER {rp}"),
             Statement::ShowRetentionPolicies { database } => {
                 f.write_str("SHOW RETENTION POLICIES")?;
                 write_on(f, database)
@@ -920,6 +943,27 @@ impl Display for CreateDatabaseStatement {
         }
         if let Some(name) = &rp.name {
             write!(f, " NAME {}", Ident(name))?;
+        }
+        Ok(())
+    }
+}
+
+/// Prints `RETENTION POLICY name ON db` and the options, in InfluxDB's order (the verb is the caller's).
+impl Display for RetentionPolicyStatement {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "RETENTION POLICY {} ON {}", Ident(&self.name), Ident(&self.database))?;
+        let inf_or = |d: i64| if d == 0 { "INF".to_string() } else { format_duration(d) };
+        if let Some(d) = self.duration_ns {
+            write!(f, " DURATION {}", inf_or(d))?;
+        }
+        if let Some(n) = self.replication {
+            write!(f, " REPLICATION {n}")?;
+        }
+        if let Some(d) = self.shard_duration_ns {
+            write!(f, " SHARD DURATION {}", inf_or(d))?;
+        }
+        if self.default {
+            f.write_str(" DEFAULT")?;
         }
         Ok(())
     }

@@ -48,8 +48,9 @@
 //! - An error at the end of the input is reported at the character after the last one (InfluxDB says
 //!   one further).
 //! - Only the statements Sundial serves are parsed (see [`Statement`]); user, privilege, continuous
-//!   query, subscription, shard, retention-policy and query administration are syntax errors, as is
-//!   `SHOW MEASUREMENTS ON *`.
+//!   query, subscription, shard and query administration, `DROP RETENTION POLICY`, and
+//!   `SHOW MEASUREMENTS ON *` are syntax errors. `CREATE` and `ALTER RETENTION POLICY` are parsed in
+//!   full; what Sundial cannot honour (a second policy, `SHARD DURATION`) is refused when executed.
 //!
 //! Bounds: [`QUERY_BYTES_MAX`], [`EXPR_DEPTH_MAX`], [`SUBQUERY_DEPTH_MAX`].
 
@@ -65,7 +66,8 @@ use std::fmt;
 
 pub use ast::{
     BinaryOp, CardinalityKind, CreateDatabaseStatement, DeleteStatement, Dimension, DropSeriesStatement,
-    ExplainStatement, Expr, Field, Fill, Measurement, MeasurementName, RetentionPolicySpec, SelectStatement,
+    ExplainStatement, Expr, Field, Fill, Measurement, MeasurementName, RetentionPolicySpec, RetentionPolicyStatement,
+    SelectStatement,
     ShowCardinalityStatement, ShowFieldKeysStatement, ShowMeasurementsStatement, ShowSeriesStatement,
     ShowTagKeysStatement, ShowTagValuesStatement, Source, Statement, TagKeyFilter, Target, TimeOffset, VarType,
     WildcardType, quote_ident, quote_string,

@@ -6,7 +6,8 @@
 
 use super::ast::{
     BinaryOp, CardinalityKind, CreateDatabaseStatement, DeleteStatement, Dimension, DropSeriesStatement,
-    ExplainStatement, Expr, Field, Fill, Measurement, MeasurementName, RetentionPolicySpec, SelectStatement,
+    ExplainStatement, Expr, Field, Fill, Measurement, MeasurementName, RetentionPolicySpec, RetentionPolicyStatement,
+    SelectStatement,
     ShowCardinalityStatement, ShowFieldKeysStatement, ShowMeasurementsStatement, ShowSeriesStatement,
     ShowTagKeysStatement, ShowTagValuesStatement, Source, Statement, TagKeyFilter, Target, TimeOffset, VarType,
     WildcardType,
@@ -249,9 +250,10 @@ impl<'a> Parser<'a> {
             Tok::Keyword(Kw::Delete) => self.parse_delete(),
             Tok::Keyword(Kw::Show) => self.parse_show(),
             Tok::Keyword(Kw::Create) => self.parse_create(),
+            Tok::Keyword(Kw::Alter) => self.parse_alter(),
             Tok::Keyword(Kw::Drop) => self.parse_drop(),
             Tok::Keyword(Kw::Explain) => self.parse_explain(),
-            _ => Err(self.unexpected(&t, &["SELECT", "DELETE", "SHOW", "CREATE", "DROP", "EXPLAIN"])),
+            _ => Err(self.unexpected(&t, &["SELECT", "DELETE", "SHOW", "CREATE", "DROP", "EXPLAIN", "ALTER"])),
         }
     }
 
@@ -614,8 +616,11 @@ impl<'a> Parser<'a> {
     /// After `CREATE`.
     fn parse_create(&mut self) -> Result<Statement> {
         let t = self.next()?;
+        if t.is_kw(Kw::Retention) {
+            return self.parse_create_retention_policy();
+        }
         if !t.is_kw(Kw::Database) {
-            return Err(self.unexpected(&t, &["DATABASE"]));
+            return Err(self.unexpected(&t, &["DATABASE", "RETENTION"]));
         }
         let name = self.parse_ident()?;
         let mut retention_policy = None;
@@ -630,18 +635,7 @@ impl<'a> Parser<'a> {
                 spec.duration_ns = Some(self.parse_rp_duration()?);
             }
             if self.eat_kw(Kw::Replication)? {
-                let t = self.next()?;
-                if t.kind != Tok::Integer {
-                    return Err(self.unexpected(&t, &["integer"]));
-                }
-                let text = &self.src[t.start..t.end];
-                match text.parse::<u32>() {
-                    Ok(n) if (1..=i32::MAX as u32).contains(&n) => spec.replication = Some(n),
-                    _ => {
-                        let msg = format!("invalid value {text}: must be 1 <= n <= {}", i32::MAX);
-                        return Err(self.error_at(t.start, msg));
-                    }
-                }
+                spec.replication = Some(self.parse_replication()?);
             }
             if self.eat_kw(Kw::Shard)? {
                 self.expect_kw(Kw::Duration)?;
@@ -653,6 +647,79 @@ impl<'a> Parser<'a> {
             retention_policy = Some(spec);
         }
         Ok(Statement::CreateDatabase(CreateDatabaseStatement { name, retention_policy }))
+    }
+
+    /// After `CREATE RETENTION`: `POLICY name ON db DURATION d REPLICATION n [SHARD DURATION d]
+    /// [DEFAULT]`, in this order (as InfluxDB's parser wants it).
+    fn parse_create_retention_policy(&mut self) -> Result<Statement> {
+        let (name, database) = self.parse_rp_name_on()?;
+        let mut rp = RetentionPolicyStatement { name, database, ..Default::default() };
+        self.expect_kw(Kw::Duration)?;
+        rp.duration_ns = Some(self.parse_rp_duration()?);
+        self.expect_kw(Kw::Replication)?;
+        rp.replication = Some(self.parse_replication()?);
+        if self.eat_kw(Kw::Shard)? {
+            self.expect_kw(Kw::Duration)?;
+            rp.shard_duration_ns = Some(self.parse_rp_duration()?);
+        }
+        rp.default = self.eat_kw(Kw::Default)?;
+        Ok(Statement::CreateRetentionPolicy(rp))
+    }
+
+    /// After `ALTER`: `RETENTION POLICY name ON db` and at least one of `DURATION d`, `REPLICATION n`,
+    /// `SHARD DURATION d`, `DEFAULT`, in any order, each at most once (InfluxDB's grammar).
+    fn parse_alter(&mut self) -> Result<Statement> {
+        self.expect_kw(Kw::Retention)?;
+        let (name, database) = self.parse_rp_name_on()?;
+        let mut rp = RetentionPolicyStatement { name, database, ..Default::default() };
+        const OPTIONS: &[&str] = &["DURATION", "REPLICATION", "SHARD", "DEFAULT"];
+        let mut seen = 0;
+        loop {
+            let t = self.peek()?.clone();
+            let repeated = match t.kind {
+                Tok::Keyword(Kw::Duration) => rp.duration_ns.is_some(),
+                Tok::Keyword(Kw::Replication) => rp.replication.is_some(),
+                Tok::Keyword(Kw::Shard) => rp.shard_duration_ns.is_some(),
+                Tok::Keyword(Kw::Default) => rp.default,
+                _ if seen == 0 => return Err(self.unexpected(&t, OPTIONS)),
+                _ => return Ok(Statement::AlterRetentionPolicy(rp)),
+            };
+            if repeated {
+                return Err(self.error_at(t.start, format!("found duplicate {}", t.describe(self.src))));
+            }
+            self.next()?;
+            match t.kind {
+                Tok::Keyword(Kw::Duration) => rp.duration_ns = Some(self.parse_rp_duration()?),
+                Tok::Keyword(Kw::Replication) => rp.replication = Some(self.parse_replication()?),
+                Tok::Keyword(Kw::Shard) => {
+                    self.expect_kw(Kw::Duration)?;
+                    rp.shard_duration_ns = Some(self.parse_rp_duration()?);
+                }
+                _ => rp.default = true,
+            }
+            seen += 1;
+        }
+    }
+
+    /// `POLICY name ON db`, after `RETENTION`.
+    fn parse_rp_name_on(&mut self) -> Result<(String, String)> {
+        self.expect_kw(Kw::Policy)?;
+        let name = self.parse_ident()?;
+        self.expect_kw(Kw::On)?;
+        Ok((name, self.parse_ident()?))
+    }
+
+    /// A replication factor: an integer from 1 to `i32::MAX`.
+    fn parse_replication(&mut self) -> Result<u32> {
+        let t = self.next()?;
+        if t.kind != Tok::Integer {
+            return Err(self.unexpected(&t, &["integer"]));
+        }
+        let text = &self.src[t.start..t.end];
+        match text.parse::<u32>() {
+            Ok(n) if (1..=i32::MAX as u32).contains(&n) => Ok(n),
+            _ => Err(self.error_at(t.start, format!("invalid value {text}: must be 1 <= n <= {}", i32::MAX))),
+        }
     }
 
     /// A retention policy duration: a duration literal, or `INF` (0).

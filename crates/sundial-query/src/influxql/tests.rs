@@ -758,6 +758,58 @@ fn into_targets() {
 // Other statements.
 
 #[test]
+fn retention_policy_statements_parse_in_influxdb_grammar() {
+    const D: i64 = 86_400_000_000_000;
+    let rp = |duration_ns, replication, shard_duration_ns, default| RetentionPolicyStatement {
+        name: "autogen".into(),
+        database: "db".into(),
+        duration_ns,
+        replication,
+        shard_duration_ns,
+        default,
+    };
+    assert_eq!(stmt("ALTER RETENTION POLICY autogen ON db DURATION 30d"), Statement::AlterRetentionPolicy(rp(Some(30 * D), None, None, false)));
+    // Options in any order, as InfluxDB accepts them.
+    assert_eq!(
+        stmt("alter retention policy \"autogen\" on \"db\" DEFAULT SHARD DURATION 1d REPLICATION 1 DURATION INF"),
+        Statement::AlterRetentionPolicy(rp(Some(0), Some(1), Some(D), true))
+    );
+    assert_eq!(
+        stmt("CREATE RETENTION POLICY autogen ON db DURATION 7d REPLICATION 1 SHARD DURATION 1d DEFAULT"),
+        Statement::CreateRetentionPolicy(rp(Some(7 * D), Some(1), Some(D), true))
+    );
+    assert_eq!(stmt("CREATE RETENTION POLICY autogen ON db DURATION 1h REPLICATION 1"), Statement::CreateRetentionPolicy(rp(Some(D / 24), Some(1), None, false)));
+    for q in [
+        "ALTER RETENTION POLICY autogen ON db DURATION 30d",
+        "ALTER RETENTION POLICY autogen ON db DURATION INF REPLICATION 1 SHARD DURATION 1d DEFAULT",
+        "ALTER RETENTION POLICY \"my rp\" ON \"my db\" DEFAULT",
+        "CREATE RETENTION POLICY autogen ON db DURATION 1h REPLICATION 1 DEFAULT",
+    ] {
+        roundtrip(q);
+    }
+}
+
+#[test]
+fn malformed_retention_policy_statements_are_refused_where_they_go_wrong() {
+    assert_eq!(
+        err("ALTER RETENTION POLICY autogen ON db"),
+        "found EOF, expected DURATION, REPLICATION, SHARD, DEFAULT at line 1, char 37"
+    );
+    assert_eq!(err("ALTER RETENTION POLICY autogen ON db DURATION 1d DURATION 2d"), "found duplicate DURATION at line 1, char 50");
+    assert_eq!(err("ALTER RETENTION POLICY autogen DURATION 1d"), "found DURATION, expected ON at line 1, char 32");
+    assert_eq!(err("ALTER RETENTION POLICY autogen ON db DURATION 1x"), "invalid duration 1x at line 1, char 47");
+    assert_eq!(err("ALTER DATABASE db"), "found DATABASE, expected RETENTION at line 1, char 7");
+    // CREATE needs DURATION then REPLICATION, in that order.
+    assert_eq!(err("CREATE RETENTION POLICY rp ON db DURATION 1d"), "found EOF, expected REPLICATION at line 1, char 45");
+    assert_eq!(err("CREATE RETENTION POLICY rp ON db REPLICATION 1"), "found REPLICATION, expected DURATION at line 1, char 34");
+    assert_eq!(
+        err("CREATE RETENTION POLICY rp ON db DURATION 1d REPLICATION 0"),
+        "invalid value 0: must be 1 <= n <= 2147483647 at line 1, char 58"
+    );
+    assert!(err("DROP RETENTION POLICY autogen ON db").contains("expected DATABASE, MEASUREMENT, SERIES"));
+}
+
+#[test]
 fn database_statements() {
     assert_eq!(stmt("SHOW DATABASES"), Statement::ShowDatabases);
     assert_eq!(
@@ -814,7 +866,7 @@ fn database_statements() {
         ("CREATE DATABASE \"testdb\" WITH NAME", "found EOF, expected identifier at line 1, char 35"),
         ("CREATE DATABASE \"testdb\" WITH SHARD", "found EOF, expected DURATION at line 1, char 36"),
         ("CREATE DATABASE d WITH DURATION 15251w", "invalid duration 15251w at line 1, char 33"),
-        ("CREATE USER u", "found USER, expected DATABASE at line 1, char 8"),
+        ("CREATE USER u", "found USER, expected DATABASE, RETENTION at line 1, char 8"),
         ("DROP DATABASE", "found EOF, expected identifier at line 1, char 14"),
         ("DROP FOO", "found FOO, expected DATABASE, MEASUREMENT, SERIES at line 1, char 6"),
         ("SHOW RETENTION", "found EOF, expected POLICIES at line 1, char 15"),
@@ -1040,7 +1092,7 @@ fn multiple_statements() {
     assert_eq!(parse_query("  ;  ").unwrap(), vec![]);
     assert_eq!(format_query(&all), "SELECT x FROM m; SHOW DATABASES; DROP MEASUREMENT m");
     assert_eq!(err("SELECT x FROM m SHOW DATABASES"), "found SHOW, expected ; at line 1, char 17");
-    assert_eq!(err("blah blah"), "found blah, expected SELECT, DELETE, SHOW, CREATE, DROP, EXPLAIN at line 1, char 1");
+    assert_eq!(err("blah blah"), "found blah, expected SELECT, DELETE, SHOW, CREATE, DROP, EXPLAIN, ALTER at line 1, char 1");
     assert_eq!(parse_statement("SHOW DATABASES;").unwrap(), Statement::ShowDatabases);
     assert_eq!(parse_statement("SHOW DATABASES; SHOW DATABASES").unwrap_err().message, "found SHOW, expected EOF");
     assert_eq!(parse_expr("a b").unwrap_err().to_string(), "found b, expected EOF at line 1, char 3");

@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::limits::BLOCK_ROWS_MAX;
 use crate::rows::{self, SeriesRows};
 use crate::segment::{BlockMeta, Segment, SegmentId, SegmentWriter};
+use crate::throttle::TokenBucket;
 use crate::tombstone::{self, Tombstone};
 use crate::types::FieldType;
 
@@ -38,13 +39,15 @@ struct Cursor<'a> {
 
 /// Merges `inputs` (one table and partition, sorted by generation, a contiguous run) into the file
 /// `path` with identity `id`, applying to each input the tombstones that hide its rows. `cols` lists
-/// every field column of the table. Returns `None` (and writes nothing) when no row survives.
+/// every field column of the table. Every byte written goes through `throttle`, if given (the
+/// compaction rate limit). Returns `None` (and writes nothing) when no row survives.
 pub fn merge(
     path: &Path,
     id: SegmentId,
     inputs: &[Arc<Segment>],
     tombstones: &[Arc<Tombstone>],
     cols: &[(ColId, FieldType)],
+    throttle: Option<Arc<TokenBucket>>,
 ) -> Result<(Option<PathBuf>, MergeStats)> {
     debug_assert!(inputs.windows(2).all(|w| w[0].id.generation < w[1].id.gen_min));
     let mut series: Vec<SeriesId> = inputs.iter().flat_map(|s| s.series()).collect();
@@ -52,7 +55,7 @@ pub fn merge(
     series.dedup();
     let col_ids: Vec<ColId> = cols.iter().map(|c| c.0).collect();
     let types: Vec<FieldType> = cols.iter().map(|c| c.1).collect();
-    let mut w = SegmentWriter::create(path, id)?;
+    let mut w = SegmentWriter::create(path, id)?.with_throttle(throttle);
     let mut stats = MergeStats::default();
     for s in series {
         let mut cursors: Vec<Cursor<'_>> = inputs

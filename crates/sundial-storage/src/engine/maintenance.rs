@@ -16,7 +16,8 @@
 //! `retention_check_interval` on the flush thread, and on [`Engine::enforce_retention_now`]. Reads clamp
 //! their time range to the same point, so rows older than the retention are never served, whether in a
 //! memtable or a partition that is not yet wholly expired; writes of such rows are refused per line
-//! ([`Error::BeyondRetention`]). [`Engine::set_retention`] changes it (a durable catalog entry).
+//! ([`Error::BeyondRetention`]). [`Engine::set_retention`] changes it (a durable catalog entry) and
+//! deletes the partitions a shorter retention expires before returning.
 //!
 //! # Deletes
 //! [`Engine::delete`] writes a tombstone to `catalog.log` (fsynced), removes matching rows from the
@@ -118,6 +119,9 @@ impl Engine {
                 }
                 Claim::Idle => {
                     self.inner.retire_tombstones();
+                    if self.inner.catalog_log_check_due.swap(false, Ordering::SeqCst) {
+                        self.inner.maybe_rewrite_catalog_log(false);
+                    }
                     return Ok(report);
                 }
             }
@@ -129,8 +133,9 @@ impl Engine {
         self.inner.enforce_retention()
     }
 
-    /// Changes a database's retention (nanoseconds; 0 keeps data forever). Reads honour it at once;
-    /// expired partitions are deleted at the next retention run (or [`Engine::enforce_retention_now`]).
+    /// Changes a database's retention (nanoseconds; 0 keeps data forever): durable (a `SetRetention`
+    /// entry in `catalog.log`, fsynced) when this returns. Reads and writes honour it at once, and the
+    /// partitions it expires are deleted before this returns.
     pub fn set_retention(&self, db: &str, retention_ns: i64) -> Result<()> {
         if retention_ns < 0 {
             return Err(Error::InvalidArgument {
@@ -142,8 +147,15 @@ impl Engine {
         let mut cat = self.inner.catalog.write();
         let id = cat.db(db).ok_or_else(|| Error::DatabaseNotFound { name: db.to_string() })?.id;
         let e = CatalogEntry::SetRetention { db: id, retention_ns };
-        self.inner.catalog_log.lock().append(std::slice::from_ref(&e))?;
-        cat.apply(&e)
+        self.inner.catalog_log.lock().log.append(std::slice::from_ref(&e))?;
+        cat.apply(&e)?;
+        drop(cat);
+        drop(_w);
+        // A shorter retention frees the disk now, not at the next periodic run: whoever shortens it
+        // usually does so because the disk is filling up.
+        self.inner.enforce_retention()?;
+        self.inner.catalog_log_check_due.store(true, Ordering::SeqCst);
+        Ok(())
     }
 
     /// Deletes the rows of `table` with `ts_min <= ts <= ts_max` (inclusive), of every series when
@@ -187,7 +199,11 @@ impl Engine {
         };
         // A failed append may leave a torn record that a later append would follow: stop accepting
         // changes until a restart truncates it.
-        self.inner.catalog_log.lock().append(&[CatalogEntry::Tombstone(t.clone())]).inspect_err(|e| self.inner.poison(e))?;
+        {
+            let mut log = self.inner.catalog_log.lock();
+            log.log.append(&[CatalogEntry::Tombstone(t.clone())]).inspect_err(|e| self.inner.poison(e))?;
+            log.tombstones.push(t.clone());
+        }
         {
             let mut mem = self.inner.mem.write();
             mem.active.delete(db_id, table_id, t.series.as_deref(), ts_min, ts_max);
@@ -339,8 +355,9 @@ impl Inner {
 
     /// Forgets, in memory, the tombstones that can no longer hide anything: no live segment holds rows
     /// they hide that were not already removed, and no frozen memtable is old enough for them (the active
-    /// memtable was cleaned by the delete itself). They stay in `catalog.log`, where WAL replay needs them;
-    /// the limit [`limits::TOMBSTONES_PER_TABLE_MAX`] counts the ones in memory.
+    /// memtable was cleaned by the delete itself). They stay in `catalog.log` while WAL replay may need
+    /// them (see `catalog_rewrite.rs`); the limit [`limits::TOMBSTONES_PER_TABLE_MAX`] counts the ones in
+    /// memory.
     pub(super) fn retire_tombstones(&self) {
         let mem = self.mem.read();
         let oldest_frozen = mem.frozen.iter().map(|f| f.generation).min().unwrap_or(u64::MAX);
@@ -358,6 +375,7 @@ impl Inner {
         }
         tombstones.retain(|_, list| !list.is_empty());
         if retired > 0 {
+            self.catalog_log_check_due.store(true, Ordering::SeqCst);
             tracing::debug!(retired, "tombstones no longer needed in memory");
         }
     }
@@ -447,7 +465,7 @@ impl Inner {
         let dir = job.inputs[0].path.parent().map(std::path::Path::to_path_buf).ok_or_else(|| Error::internal("segment without a directory"))?;
         let path = dir.join(segment_file_name(table, id.gen_min, id.generation));
         let started = Instant::now();
-        let (out, stats) = compaction::task::merge(&path, id, &job.inputs, &job.tombstones, &job.cols)?;
+        let (out, stats) = compaction::task::merge(&path, id, &job.inputs, &job.tombstones, &job.cols, self.compaction_throttle.clone())?;
         if out.is_some() {
             sync_dir(&dir)?;
         }

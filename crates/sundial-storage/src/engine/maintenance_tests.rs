@@ -255,17 +255,18 @@ fn retention_drops_old_partitions_and_hides_older_rows() {
     let (db, t) = ids(&e);
     assert_eq!(e.partition_files(db, t).len(), 10);
     assert!(matches!(e.set_retention("db", -1), Err(Error::InvalidArgument { .. })));
+    let before = e.data_dir_bytes().unwrap();
     e.set_retention("db", 3 * HOUR_NS + HOUR_NS / 4).unwrap(); // keep ts >= 6.75 h
+    // Shortening the retention deletes what it expires before returning: hours 0..=5 end before 6.75 h.
+    assert_eq!(e.partition_files(db, t).keys().copied().collect::<Vec<_>>(), (6..10).map(|h| h * HOUR_NS).collect::<Vec<_>>());
+    assert!(e.data_dir_bytes().unwrap() < before);
+    assert_eq!(e.enforce_retention_now().unwrap(), 0, "nothing left for the periodic run");
     let out = e.write("db", &[point("a", HOUR_NS, 1), point("a", 7 * HOUR_NS + HOUR_NS / 2, 7)]).unwrap();
     assert_eq!(out.rows_written, 1);
     let msg = out.rejected[0].1.to_string();
     assert!(msg.contains("points beyond retention policy") && msg.contains("\"db\""), "{msg}");
     let visible: Vec<i64> = read_all(&e).iter().map(|r| r.2).collect();
     assert_eq!(visible, vec![7, 8, 9], "the memtable row of hour 0 is hidden too");
-    let before = e.data_dir_bytes().unwrap();
-    assert_eq!(e.enforce_retention_now().unwrap(), 6, "hours 0..=5 end before 6.75 h");
-    assert_eq!(e.partition_files(db, t).keys().copied().collect::<Vec<_>>(), (6..10).map(|h| h * HOUR_NS).collect::<Vec<_>>());
-    assert!(e.data_dir_bytes().unwrap() < before);
     e.flush().unwrap(); // the expired memtable row is dropped at flush, not written
     assert_eq!(e.partition_files(db, t).len(), 4);
     drop(e);
