@@ -65,6 +65,7 @@ impl RowBuf {
                 Some(i) => i,
                 None => {
                     self.cols.push((*col, Column::nulls(v.field_type(), n)));
+                    bytes += COLUMN_OVERHEAD_BYTES;
                     self.cols.len() - 1
                 }
             };
@@ -376,6 +377,17 @@ pub fn merge_staged(in_order: SeriesRows, staged: SeriesRows, cols: &[(ColId, Fi
 }
 
 /// One table's rows in one memtable generation.
+/// What a series costs in a memtable before its first row's values: its map slot (with the map's growth
+/// slack) and the first allocation of its timestamp vector. Counted so that the flush trigger and
+/// backpressure see high-cardinality loads: with 1 M new series of one row each, rows alone (≈ 100 bytes)
+/// were counted while ≈ 2 KB per series were allocated, and a 256 MiB memtable held 3 GiB (measured:
+/// `bench/cardinality`).
+pub const SERIES_OVERHEAD_BYTES: usize = 2 * std::mem::size_of::<(SeriesId, SeriesBuf)>() + 48;
+
+/// What a column costs in a series' buffer before its values: its slot in the column vector (with growth
+/// slack) and the first allocations of its value and validity vectors (allocator headers included).
+pub const COLUMN_OVERHEAD_BYTES: usize = 2 * std::mem::size_of::<(ColId, Column)>() + 2 * 48;
+
 #[derive(Debug, Default)]
 pub struct MemTable {
     pub series: HashMap<SeriesId, SeriesBuf>,
@@ -403,7 +415,10 @@ impl MemGen {
         self.last_write = Some(now);
         for (i, r) in b.rows.iter().enumerate() {
             let table = self.tables.entry((b.db, r.table)).or_default();
-            let s = table.series.entry(r.series).or_default();
+            let s = table.series.entry(r.series).or_insert_with(|| {
+                self.bytes += SERIES_OVERHEAD_BYTES;
+                SeriesBuf::default()
+            });
             self.bytes += s.push(r.ts, b.row_values(i));
         }
         self.rows += b.rows.len() as u64;
