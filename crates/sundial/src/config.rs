@@ -71,6 +71,13 @@ pub struct ServeArgs {
     #[arg(long, env = "SUNDIAL_MEMTABLE_MIB")]
     pub memtable_mib: Option<usize>,
 
+    /// How long a write waits for the flush to catch up, once the memtables hold twice
+    /// `--memtable-mib` (or too many wait for flush), before it is refused with 503 + `Retry-After`, in
+    /// milliseconds. Lower it to shed load sooner (clients retry); raise it to queue writes longer.
+    /// [default: 30000]
+    #[arg(long, env = "SUNDIAL_WRITE_STALL_MS")]
+    pub write_stall_ms: Option<u64>,
+
     /// Age of the oldest unflushed write that triggers a flush, in seconds. [default: 300]
     #[arg(long, env = "SUNDIAL_FLUSH_INTERVAL_SECS")]
     pub flush_interval_secs: Option<u64>,
@@ -176,6 +183,9 @@ impl ServeArgs {
         }
         if let Some(m) = self.memtable_mib.or(file.memtable_mib) {
             engine.memtable_bytes_max = m.max(1) * 1024 * 1024;
+        }
+        if let Some(ms) = self.write_stall_ms.or(file.write_stall_ms) {
+            engine.write_stall_timeout = Duration::from_millis(ms);
         }
         if let Some(s) = self.flush_interval_secs.or(file.flush_interval_secs) {
             engine.flush_interval = Duration::from_secs(s.max(1));
