@@ -20,7 +20,7 @@ REQUESTS_PER_WRITER = 90
 RSS_GROWTH_MAX = 176 * 2**20
 
 
-def vm_kib(pid, key):
+def vm_bytes(pid, key):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             if line.startswith(key + ":"):
@@ -40,7 +40,7 @@ def test_overload_refused_with_retry_after_memory_bounded_nothing_lost(make_serv
     s = make_server("--memtable-mib", str(MEMTABLE_MIB), "--write-stall-ms", "0")
     assert requests.post(s.url + "/query", params={"q": f"CREATE DATABASE {DB}"}, timeout=30).status_code == 200
     time.sleep(0.5)
-    rss_idle = vm_kib(s.proc.pid, "VmRSS")
+    rss_idle = vm_bytes(s.proc.pid, "VmRSS")
     acked = [0] * WRITERS
     refused = [0] * WRITERS
     retry_after = set()
@@ -69,7 +69,7 @@ def test_overload_refused_with_retry_after_memory_bounded_nothing_lost(make_serv
     for t in threads:
         t.join(timeout=600)
     assert not errors, errors
-    hwm = vm_kib(s.proc.pid, "VmHWM")
+    hwm = vm_bytes(s.proc.pid, "VmHWM")
     print(f"acked {sum(acked)} refused {sum(refused)} rss idle {rss_idle / 2**20:.0f} MiB, peak {hwm / 2**20:.0f} MiB")
     total = sum(acked)
     assert total == WRITERS * REQUESTS_PER_WRITER * LINES_PER_REQUEST

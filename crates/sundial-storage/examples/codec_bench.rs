@@ -10,7 +10,7 @@
 //! values (8 bytes each) per second on one thread, best of several rounds.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pco::standalone::{simple_compress, simple_decompress};
 use pco::{ChunkConfig, DeltaSpec, ModeSpec, PagingSpec};
@@ -18,44 +18,13 @@ use sundial_storage::codec::{
     column_codecs, decode_column, decode_timestamps, encode_column, encode_timestamps, timestamp_codec,
 };
 use sundial_storage::types::{Column, ColumnValues};
+use support::{Rng, float_walk};
+
+mod support;
 
 const ROWS: usize = 8640;
 const TEN_S: i64 = 10_000_000_000;
 const T0: i64 = 1_451_606_400_000_000_000; // 2016-01-01T00:00:00Z, TSBS's default start
-
-/// splitmix64: deterministic, dependency-free.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn uniform(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Standard normal (Box–Muller).
-    fn normal(&mut self) -> f64 {
-        let u = self.uniform().max(f64::MIN_POSITIVE);
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * self.uniform()).cos()
-    }
-}
-
-/// TSBS's clamped random walk (`CWD(ND(0,1), 0, 100, U(0,100))`) as floats.
-fn float_walk(rng: &mut Rng, n: usize) -> Vec<f64> {
-    let mut x = rng.uniform() * 100.0;
-    (0..n)
-        .map(|_| {
-            x = (x + rng.normal()).clamp(0.0, 100.0);
-            x
-        })
-        .collect()
-}
 
 fn int_walk(rng: &mut Rng, n: usize) -> Vec<i64> {
     float_walk(rng, n).into_iter().map(|x| x as i64).collect()
@@ -71,19 +40,9 @@ fn delta_entropy_bits(v: &[i64]) -> f64 {
     counts.values().map(|&c| -(c as f64 / total) * (c as f64 / total).log2()).sum()
 }
 
-/// Best time per call over several rounds of at least 0.2 s each.
-fn time_per_call(mut f: impl FnMut()) -> Duration {
-    let mut best = Duration::MAX;
-    for _ in 0..5 {
-        let start = Instant::now();
-        let mut iters = 0u32;
-        while start.elapsed() < Duration::from_millis(200) {
-            f();
-            iters += 1;
-        }
-        best = best.min(start.elapsed() / iters);
-    }
-    best
+/// Best time per call over 5 rounds of at least 0.2 s each.
+fn time_per_call(f: impl FnMut()) -> Duration {
+    support::round_times(5, f)[0]
 }
 
 fn report(name: &str, n: usize, bytes: usize, codec: String, per_call: Duration, encode: Option<Duration>) {

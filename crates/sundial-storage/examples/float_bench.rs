@@ -13,44 +13,16 @@
 //! With a path argument the results are also written there as JSON.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sundial_storage::codec::{FloatEncoding, column_codecs, decode_column, encode_column_with};
 use sundial_storage::types::{Column, ColumnValues, FieldType};
+use support::{Rng, float_walk};
+
+mod support;
 
 const ROWS: usize = 8640;
 const ROUNDS: usize = 7;
-
-/// splitmix64: deterministic, dependency-free (as in codec_bench).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn uniform(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn normal(&mut self) -> f64 {
-        let u = self.uniform().max(f64::MIN_POSITIVE);
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * self.uniform()).cos()
-    }
-}
-
-/// TSBS's clamped random walk as floats (`CWD(ND(0,1), 0, 100, U(0,100))`).
-fn walk(rng: &mut Rng, n: usize) -> Vec<f64> {
-    let mut x = rng.uniform() * 100.0;
-    (0..n)
-        .map(|_| {
-            x = (x + rng.normal()).clamp(0.0, 100.0);
-            x
-        })
-        .collect()
-}
 
 /// Rounds to `places` decimals the way a parser of the printed value would produce it.
 fn decimals(v: &[f64], places: usize) -> Vec<f64> {
@@ -82,18 +54,8 @@ fn column(v: &[f64]) -> Column {
 }
 
 /// Best and median time per call over `ROUNDS` rounds of at least 0.2 s each.
-fn time_per_call(mut f: impl FnMut()) -> (Duration, Duration) {
-    let mut times = Vec::with_capacity(ROUNDS);
-    for _ in 0..ROUNDS {
-        let start = Instant::now();
-        let mut iters = 0u32;
-        while start.elapsed() < Duration::from_millis(200) {
-            f();
-            iters += 1;
-        }
-        times.push(start.elapsed() / iters);
-    }
-    times.sort();
+fn time_per_call(f: impl FnMut()) -> (Duration, Duration) {
+    let times = support::round_times(ROUNDS, f);
     (times[0], times[ROUNDS / 2])
 }
 
@@ -198,7 +160,7 @@ fn main() {
     let mut rng = Rng(42);
     const BLOCKS: usize = 4;
     let n = BLOCKS * ROWS;
-    let full = walk(&mut rng, n);
+    let full = float_walk(&mut rng, n);
     let mut rows = Vec::new();
     println!("blocks of {ROWS} rows; single thread; GB/s of 8-byte values; best of {ROUNDS} rounds (median)\n");
     bench("random walk, 2 decimals", &decimals(&full, 2), &mut rows);

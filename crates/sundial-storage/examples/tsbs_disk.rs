@@ -18,6 +18,9 @@ use sundial_storage::engine::WritePoint;
 use sundial_storage::segment::Segment;
 use sundial_storage::types::Value;
 use sundial_storage::{Engine, EngineConfig};
+use support::Rng;
+
+mod support;
 
 const TEN_S: i64 = 10_000_000_000;
 const T0: i64 = 1_451_606_400_000_000_000; // 2016-01-01T00:00:00Z, TSBS's default start
@@ -33,28 +36,6 @@ const FIELDS: [&str; 10] = [
     "usage_guest",
     "usage_guest_nice",
 ];
-
-/// splitmix64: deterministic, dependency-free.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn uniform(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn normal(&mut self) -> f64 {
-        let u = self.uniform().max(f64::MIN_POSITIVE);
-        (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * self.uniform()).cos()
-    }
-}
 
 /// TSBS's 10 tags for host `i`.
 fn tags(i: usize, rng: &mut Rng) -> Vec<(String, String)> {
