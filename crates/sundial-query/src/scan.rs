@@ -220,7 +220,7 @@ impl ScanExec {
                 self.sources
                     .iter()
                     .filter_map(|src| match src {
-                        ColumnSource::Tag(c) => Some(t.and_then(|t| t.series_tag_value(*s, *c)).cloned()),
+                        ColumnSource::Tag(c) => Some(t.and_then(|t| t.series_tag_value(*s, *c)).map(Arc::from)),
                         _ => None,
                     })
                     .collect()

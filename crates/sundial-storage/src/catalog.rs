@@ -79,49 +79,158 @@ impl Counters {
     }
 }
 
+// Memory layout. The catalog is the one structure that grows with the number of series and lives for
+// the whole process, so it is laid out by hand for density (issue 5's budget is 300 resident bytes per
+// series at 10 M series): strings and tag sets live in flat arenas indexed by `u32` offsets instead of
+// one heap allocation each (an `Arc<str>` costs ≈ 40 bytes beyond its text), and the hash indexes are
+// `hashbrown::HashTable`s of bare ids that hash and compare through the arenas (≈ 5–10 bytes a slot,
+// where a map from owned keys would store the key a second time).
+
 /// Interned values of one tag column and, for each value, the series that carry it (ascending ids).
-#[derive(Default, Debug)]
+#[derive(Default)]
 pub struct TagDict {
-    ids: HashMap<Arc<str>, u32>,
-    values: Vec<Arc<str>>,
-    postings: Vec<Vec<SeriesId>>,
+    /// Value texts back to back; value `i` ends at `ends[i]` and starts where value `i − 1` ended.
+    bytes: String,
+    ends: Vec<u32>,
+    /// Value ids, hashed by their text.
+    index: hashbrown::HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
+    /// The first (lowest) series carrying each value: the whole postings list of a value carried by one
+    /// series, which is every value of a per-device tag such as `hostname`.
+    first: Vec<SeriesId>,
+    /// Complete postings of the values carried by two series or more.
+    many: HashMap<u32, Vec<SeriesId>>,
+}
+
+impl std::fmt::Debug for TagDict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TagDict").field("values", &self.len()).field("bytes", &self.bytes.len()).finish()
+    }
 }
 
 impl TagDict {
-    pub fn values(&self) -> &[Arc<str>] {
-        &self.values
+    /// Number of distinct values.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Every value, in id order.
+    pub fn values(&self) -> impl Iterator<Item = &str> + '_ {
+        (0..self.len() as u32).map(|i| self.text(i))
     }
 
     pub fn id_of(&self, v: &str) -> Option<u32> {
-        self.ids.get(v).copied()
+        let h = self.hasher.hash_one(v);
+        self.index.find(h, |id| self.text(*id) == v).copied()
     }
 
-    pub fn value(&self, id: u32) -> Option<&Arc<str>> {
-        self.values.get(id as usize)
+    pub fn value(&self, id: u32) -> Option<&str> {
+        ((id as usize) < self.ends.len()).then(|| self.text(id))
+    }
+
+    fn text(&self, id: u32) -> &str {
+        let end = self.ends[id as usize] as usize;
+        let start = if id == 0 { 0 } else { self.ends[id as usize - 1] as usize };
+        &self.bytes[start..end]
     }
 
     /// Series carrying value `id`, ascending.
     pub fn postings(&self, id: u32) -> &[SeriesId] {
-        self.postings.get(id as usize).map(Vec::as_slice).unwrap_or(&[])
+        match self.many.get(&id) {
+            Some(list) => list,
+            None => self.first.get(id as usize).map(std::slice::from_ref).unwrap_or(&[]),
+        }
     }
 
-    fn intern(&mut self, v: &str) -> u32 {
-        if let Some(id) = self.ids.get(v) {
-            return *id;
+    fn add_posting(&mut self, id: u32, series: SeriesId) {
+        let first = self.first[id as usize];
+        if first == series {
+            return;
         }
-        let id = self.values.len() as u32;
-        let v: Arc<str> = Arc::from(v);
-        self.ids.insert(v.clone(), id);
-        self.values.push(v);
-        self.postings.push(Vec::new());
-        id
+        let list = self.many.entry(id).or_insert_with(|| vec![first]);
+        if list.last() != Some(&series) {
+            debug_assert!(list.last() < Some(&series), "series ids arrive in ascending order");
+            list.push(series);
+        }
+    }
+
+    /// The id of `v`, added if new. A new value's postings start with `series`.
+    fn intern(&mut self, v: &str, series: SeriesId) -> Result<u32> {
+        if let Some(id) = self.id_of(v) {
+            return Ok(id);
+        }
+        let end = self.bytes.len() + v.len();
+        let end = u32::try_from(end).ok().filter(|e| (*e as usize) <= limits::TAG_VALUE_BYTES_PER_COLUMN_MAX).ok_or(
+            Error::LimitExceeded {
+                what: "bytes of distinct values of one tag",
+                actual: end as u64,
+                limit: limits::TAG_VALUE_BYTES_PER_COLUMN_MAX as u64,
+                fix: "a tag holds unbounded values (an id, a timestamp, a message): write it as a field",
+            },
+        )?;
+        let id = self.ends.len() as u32;
+        self.bytes.push_str(v);
+        self.ends.push(end);
+        self.first.push(series);
+        let (bytes, ends, hasher) = (&self.bytes, &self.ends, &self.hasher);
+        let text = |i: u32| {
+            let start = if i == 0 { 0 } else { ends[i as usize - 1] as usize };
+            &bytes[start..ends[i as usize] as usize]
+        };
+        self.index.insert_unique(hasher.hash_one(v), id, |i| hasher.hash_one(text(*i)));
+        Ok(id)
+    }
+
+    fn shrink_to_fit(&mut self) {
+        let (bytes, ends, hasher) = (&self.bytes, &self.ends, &self.hasher);
+        let text = |i: u32| {
+            let start = if i == 0 { 0 } else { ends[i as usize - 1] as usize };
+            &bytes[start..ends[i as usize] as usize]
+        };
+        self.index.shrink_to_fit(|i| hasher.hash_one(text(*i)));
+        self.bytes.shrink_to_fit();
+        self.ends.shrink_to_fit();
+        self.first.shrink_to_fit();
+        self.many.shrink_to_fit();
+        self.many.values_mut().for_each(Vec::shrink_to_fit);
+    }
+
+    /// Heap bytes held (capacity, not length), for memory reports and tests.
+    pub fn heap_bytes(&self) -> usize {
+        self.bytes.capacity()
+            + self.ends.capacity() * 4
+            + self.first.capacity() * 4
+            + self.index.capacity() * 5
+            + self.many.capacity() * (4 + std::mem::size_of::<Vec<SeriesId>>() + 1)
+            + self.many.values().map(|v| v.capacity() * 4).sum::<usize>()
     }
 }
 
-/// A series' tag set: (tag column, interned value) pairs sorted by column id.
-pub type TagSet = Box<[(ColId, u32)]>;
+/// One series' tag set: its tag columns ascending and, at the same positions, the interned values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TagSetRef<'a> {
+    pub cols: &'a [ColId],
+    pub vals: &'a [u32],
+}
 
-#[derive(Debug)]
+impl<'a> TagSetRef<'a> {
+    pub fn iter(self) -> impl Iterator<Item = (ColId, u32)> + 'a {
+        self.cols.iter().copied().zip(self.vals.iter().copied())
+    }
+
+    pub fn len(&self) -> usize {
+        self.cols.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cols.is_empty()
+    }
+}
+
 pub struct TableCatalog {
     pub id: TableId,
     pub name: Arc<str>,
@@ -129,26 +238,40 @@ pub struct TableCatalog {
     by_name: HashMap<Arc<str>, ColId>,
     /// Indexed by column id; `Some` for tag columns.
     dicts: Vec<Option<TagDict>>,
-    /// Indexed by series id.
-    series: Vec<TagSet>,
-    /// Hash of a tag set → series ids with that hash (almost always one).
-    series_by_hash: HashMap<u64, SeriesIds>,
+    /// Tag sets of every series back to back: series `s` ends at `set_ends[s]` in `set_cols`/`set_vals`.
+    set_cols: Vec<ColId>,
+    set_vals: Vec<u32>,
+    set_ends: Vec<u32>,
+    /// Series ids hashed by their tag set.
+    series_index: hashbrown::HashTable<SeriesId>,
+    hasher: foldhash::fast::RandomState,
 }
 
-#[derive(Debug)]
-enum SeriesIds {
-    One(SeriesId),
-    Many(Vec<SeriesId>),
+impl std::fmt::Debug for TableCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableCatalog")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("columns", &self.columns)
+            .field("series", &self.series_count())
+            .finish()
+    }
 }
 
-fn hash_tagset(tags: &[(ColId, u32)]) -> u64 {
-    // A fixed-key hasher: the value only has to be stable within one process.
-    let mut h = foldhash::fast::FixedState::default().build_hasher();
+/// A tag set's hash: the same for a [`TagSetRef`] from the arena and for the pairs of a lookup.
+fn hash_tagset(hasher: &foldhash::fast::RandomState, tags: impl Iterator<Item = (ColId, u32)>) -> u64 {
+    let mut h = hasher.build_hasher();
     for (c, v) in tags {
-        h.write_u16(*c);
-        h.write_u32(*v);
+        h.write_u16(c);
+        h.write_u32(v);
     }
     h.finish()
+}
+
+fn tagset_at<'a>(cols: &'a [ColId], vals: &'a [u32], ends: &[u32], s: SeriesId) -> TagSetRef<'a> {
+    let end = ends[s as usize] as usize;
+    let start = if s == 0 { 0 } else { ends[s as usize - 1] as usize };
+    TagSetRef { cols: &cols[start..end], vals: &vals[start..end] }
 }
 
 impl TableCatalog {
@@ -159,8 +282,11 @@ impl TableCatalog {
             columns: Vec::new(),
             by_name: HashMap::default(),
             dicts: Vec::new(),
-            series: Vec::new(),
-            series_by_hash: HashMap::default(),
+            set_cols: Vec::new(),
+            set_vals: Vec::new(),
+            set_ends: Vec::new(),
+            series_index: hashbrown::HashTable::new(),
+            hasher: foldhash::fast::RandomState::default(),
         }
     }
 
@@ -181,27 +307,50 @@ impl TableCatalog {
     }
 
     pub fn series_count(&self) -> usize {
-        self.series.len()
+        self.set_ends.len()
     }
 
-    pub fn series_tags(&self, series: SeriesId) -> Option<&[(ColId, u32)]> {
-        self.series.get(series as usize).map(|t| &t[..])
+    pub fn series_tags(&self, series: SeriesId) -> Option<TagSetRef<'_>> {
+        ((series as usize) < self.set_ends.len()).then(|| tagset_at(&self.set_cols, &self.set_vals, &self.set_ends, series))
     }
 
     /// The value of tag column `col` for `series`, if the series has that tag.
-    pub fn series_tag_value(&self, series: SeriesId, col: ColId) -> Option<&Arc<str>> {
-        let tags = self.series.get(series as usize)?;
-        let i = tags.binary_search_by_key(&col, |(c, _)| *c).ok()?;
-        self.tag_dict(col)?.value(tags[i].1)
+    pub fn series_tag_value(&self, series: SeriesId, col: ColId) -> Option<&str> {
+        let tags = self.series_tags(series)?;
+        let i = tags.cols.binary_search(&col).ok()?;
+        self.tag_dict(col)?.value(tags.vals[i])
     }
 
     /// The series with exactly this tag set (sorted by column id), if it exists.
     pub fn find_series(&self, tags: &[(ColId, u32)]) -> Option<SeriesId> {
-        let matches = |id: &SeriesId| self.series.get(*id as usize).is_some_and(|t| &t[..] == tags);
-        match self.series_by_hash.get(&hash_tagset(tags))? {
-            SeriesIds::One(id) => matches(id).then_some(*id),
-            SeriesIds::Many(ids) => ids.iter().copied().find(|id| matches(id)),
-        }
+        let h = hash_tagset(&self.hasher, tags.iter().copied());
+        self.series_index
+            .find(h, |s| {
+                let t = tagset_at(&self.set_cols, &self.set_vals, &self.set_ends, *s);
+                t.len() == tags.len() && t.iter().eq(tags.iter().copied())
+            })
+            .copied()
+    }
+
+    /// Releases spare capacity of every arena and index (after start-up replay, where they grew by
+    /// doubling): up to half of the catalog's memory at 10 M series.
+    pub fn shrink_to_fit(&mut self) {
+        self.set_cols.shrink_to_fit();
+        self.set_vals.shrink_to_fit();
+        self.set_ends.shrink_to_fit();
+        let (cols, vals, ends, hasher) = (&self.set_cols, &self.set_vals, &self.set_ends, &self.hasher);
+        self.series_index.shrink_to_fit(|s| hash_tagset(hasher, tagset_at(cols, vals, ends, *s).iter()));
+        self.dicts.iter_mut().flatten().for_each(TagDict::shrink_to_fit);
+    }
+
+    /// Heap bytes the series of this table hold (capacities): tag-set arenas, the series index and the
+    /// tag dictionaries.
+    pub fn series_heap_bytes(&self) -> usize {
+        self.set_cols.capacity() * 2
+            + self.set_vals.capacity() * 4
+            + self.set_ends.capacity() * 4
+            + self.series_index.capacity() * 5
+            + self.dicts.iter().flatten().map(TagDict::heap_bytes).sum::<usize>()
     }
 
     fn add_column(&mut self, col: ColId, name: &str, kind: ColumnKind) -> Result<()> {
@@ -222,50 +371,61 @@ impl TableCatalog {
         Ok(())
     }
 
-    /// Interns `tags` (column id, value) and returns the sorted interned tag set.
-    fn intern_tags(&mut self, tags: &[(ColId, &str)]) -> Result<Vec<(ColId, u32)>> {
-        let mut set = Vec::with_capacity(tags.len());
-        for (col, v) in tags {
-            let dict = self
-                .dicts
-                .get_mut(*col as usize)
-                .and_then(Option::as_mut)
-                .ok_or_else(|| Error::internal(format!("series tag on non-tag column {col}")))?;
-            set.push((*col, dict.intern(v)));
-        }
-        set.sort_unstable_by_key(|(c, _)| *c);
-        Ok(set)
+    fn dict_mut(&mut self, col: ColId) -> Result<&mut TagDict> {
+        self.dicts
+            .get_mut(col as usize)
+            .and_then(Option::as_mut)
+            .ok_or_else(|| Error::internal(format!("series tag on non-tag column {col}")))
     }
 
+    /// The interned tag set of `tags` (column id, value; sorted by column), or `None` if some value was
+    /// never interned (then no series carries it). Interns nothing.
+    fn lookup_tags(&self, tags: &[(ColId, &str)]) -> Result<Option<Vec<(ColId, u32)>>> {
+        let mut set = Vec::with_capacity(tags.len());
+        for (col, v) in tags {
+            let d = self.tag_dict(*col).ok_or_else(|| Error::internal(format!("series tag on non-tag column {col}")))?;
+            let Some(id) = d.id_of(v) else { return Ok(None) };
+            set.push((*col, id));
+        }
+        Ok(Some(set))
+    }
+
+    /// Adds series `series` with `tags` (sorted by column id); `Ok` without change if it exists already.
     fn add_series(&mut self, series: SeriesId, tags: &[(ColId, &str)]) -> Result<()> {
-        let set = self.intern_tags(tags)?;
-        if let Some(existing) = self.find_series(&set) {
+        debug_assert!(tags.windows(2).all(|w| w[0].0 < w[1].0), "tags sorted by column, each once");
+        if let Some(set) = self.lookup_tags(tags)?
+            && let Some(existing) = self.find_series(&set)
+        {
             return if existing == series {
                 Ok(())
             } else {
                 Err(Error::internal(format!("series replayed with id {series}, exists as {existing}")))
             };
         }
-        if series as usize != self.series.len() {
+        if series as usize != self.series_count() {
             return Err(Error::internal(format!("series id {series} out of order in table {}", self.name)));
         }
-        for (col, v) in &set {
-            if let Some(Some(d)) = self.dicts.get_mut(*col as usize) {
-                d.postings[*v as usize].push(series);
-            }
+        let tags_total = self.set_cols.len() + tags.len();
+        let end = u32::try_from(tags_total).map_err(|_| Error::LimitExceeded {
+            what: "tag values of all series of one table",
+            actual: tags_total as u64,
+            limit: u64::from(u32::MAX),
+            fix: "split the series over several tables",
+        })?;
+        // Intern every value before changing anything else, so a refused value leaves no half series.
+        let mut vals = Vec::with_capacity(tags.len());
+        for (col, v) in tags {
+            vals.push(self.dict_mut(*col)?.intern(v, series)?);
         }
-        let hash = hash_tagset(&set);
-        match self.series_by_hash.get_mut(&hash) {
-            None => {
-                self.series_by_hash.insert(hash, SeriesIds::One(series));
-            }
-            Some(SeriesIds::One(other)) => {
-                let other = *other;
-                self.series_by_hash.insert(hash, SeriesIds::Many(vec![other, series]));
-            }
-            Some(SeriesIds::Many(ids)) => ids.push(series),
+        for ((col, _), v) in tags.iter().zip(&vals) {
+            self.dict_mut(*col)?.add_posting(*v, series);
         }
-        self.series.push(set.into_boxed_slice());
+        self.set_cols.extend(tags.iter().map(|(c, _)| *c));
+        self.set_vals.extend_from_slice(&vals);
+        self.set_ends.push(end);
+        let (cols, svals, ends, hasher) = (&self.set_cols, &self.set_vals, &self.set_ends, &self.hasher);
+        let h = hash_tagset(hasher, tags.iter().map(|(c, _)| *c).zip(vals.iter().copied()));
+        self.series_index.insert_unique(h, series, |s| hash_tagset(hasher, tagset_at(cols, svals, ends, *s).iter()));
         Ok(())
     }
 }
@@ -402,6 +562,17 @@ impl Catalog {
         Ok(())
     }
 
+    /// Releases the spare capacity of every table's series arenas and indexes; see
+    /// [`TableCatalog::shrink_to_fit`].
+    pub fn shrink_to_fit(&mut self) {
+        self.dbs.values_mut().flat_map(|d| d.tables.values_mut()).for_each(TableCatalog::shrink_to_fit);
+    }
+
+    /// Heap bytes held for series by every table; see [`TableCatalog::series_heap_bytes`].
+    pub fn series_heap_bytes(&self) -> usize {
+        self.dbs.values().flat_map(|d| d.tables.values()).map(TableCatalog::series_heap_bytes).sum()
+    }
+
     /// Every entry needed to rebuild this catalog from nothing, in an order `apply` accepts: each live
     /// database (with its current retention, so no `SetRetention` is needed), table, column and series,
     /// then a `DropTable` for each dropped table of a live database for which `keep_drop` says yes.
@@ -421,12 +592,13 @@ impl Catalog {
                     let (col, name, kind) = (c.id, c.name.to_string(), c.kind);
                     out.push(CatalogEntry::AddColumn { db: db.id, table: t.id, col, name, kind });
                 }
-                for (sid, set) in t.series.iter().enumerate() {
+                for sid in 0..t.series_count() as SeriesId {
+                    let set = t.series_tags(sid).expect("series ids are dense");
                     let tags = set
                         .iter()
-                        .map(|(c, v)| (*c, t.tag_dict(*c).and_then(|d| d.value(*v)).map(|s| s.to_string()).unwrap_or_default()))
+                        .map(|(c, v)| (c, t.tag_dict(c).and_then(|d| d.value(v)).unwrap_or_default().to_string()))
                         .collect();
-                    out.push(CatalogEntry::AddSeries { db: db.id, table: t.id, series: sid as SeriesId, tags });
+                    out.push(CatalogEntry::AddSeries { db: db.id, table: t.id, series: sid, tags });
                 }
             }
         }
@@ -445,7 +617,7 @@ impl Catalog {
     /// How many entries [`Catalog::snapshot_entries`] writes for the live objects (not the drops), in
     /// O(tables): the measure of the live part of `catalog.log`.
     pub fn live_entry_count(&self) -> usize {
-        self.dbs.values().map(|d| 1 + d.tables.values().map(|t| 1 + t.columns.len() + t.series.len()).sum::<usize>()).sum()
+        self.dbs.values().map(|d| 1 + d.tables.values().map(|t| 1 + t.columns.len() + t.series_count()).sum::<usize>()).sum()
     }
 }
 
@@ -592,11 +764,10 @@ impl Resolver {
         }
         let mut by_col: Vec<(ColId, &str)> = tags.iter().map(|(k, v)| (t.by_name[*k], *v)).collect();
         by_col.sort_unstable_by_key(|(c, _)| *c);
-        let set = t.intern_tags(&by_col)?;
-        let series = match t.find_series(&set) {
+        let series = match t.lookup_tags(&by_col)?.and_then(|set| t.find_series(&set)) {
             Some(s) => s,
             None => {
-                let s = t.series.len() as SeriesId;
+                let s = t.series_count() as SeriesId;
                 if s >= limits::SERIES_PER_TABLE_MAX {
                     return Err(Error::LimitExceeded {
                         what: "series per table",
@@ -650,9 +821,76 @@ mod tests {
         let t = replayed.db("db").unwrap().table("cpu").unwrap();
         assert_eq!(t.series_count(), 2);
         let host = t.column("host").unwrap().id;
-        assert_eq!(t.series_tag_value(1, host).map(|s| &**s), Some("b"));
+        assert_eq!(t.series_tag_value(1, host), Some("b"));
         let d = t.tag_dict(host).unwrap();
         assert_eq!(d.postings(d.id_of("a").unwrap()), &[0]);
+    }
+
+    /// TSBS cpu-only's tag set: a unique `hostname` and nine tags of few values.
+    fn tsbs_tags(i: u32) -> Vec<(String, String)> {
+        let mut t = vec![("hostname".to_string(), format!("host_{i}"))];
+        for (k, n) in [("region", 9), ("datacenter", 40), ("rack", 100), ("os", 3), ("arch", 2), ("team", 4)] {
+            t.push((k.to_string(), format!("{k}_{}", i % n)));
+        }
+        for (k, n) in [("service", 20), ("service_version", 2), ("service_environment", 3)] {
+            t.push((k.to_string(), format!("{}", (i / 7) % n)));
+        }
+        t
+    }
+
+    #[test]
+    fn postings_grow_from_one_series_to_many_and_lookups_survive_replay() {
+        let mut c = cat_with_db();
+        let mut entries = Vec::new();
+        let f = [("v", FieldType::Float)];
+        for i in 0..300u32 {
+            let tags = tsbs_tags(i);
+            let tags: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            assert_eq!(Resolver::create(&mut c, 0, "cpu", &tags, &f, &mut entries).unwrap().series, i);
+        }
+        let mut replayed = cat_with_db();
+        entries.iter().for_each(|e| replayed.apply(e).unwrap());
+        replayed.shrink_to_fit();
+        for cat in [&c, &replayed] {
+            let t = cat.db("db").unwrap().table("cpu").unwrap();
+            let (host, region) = (t.column("hostname").unwrap().id, t.column("region").unwrap().id);
+            let d = t.tag_dict(host).unwrap();
+            assert_eq!(d.len(), 300);
+            assert_eq!(d.postings(d.id_of("host_17").unwrap()), &[17]);
+            let r = t.tag_dict(region).unwrap();
+            let want: Vec<SeriesId> = (0..300).filter(|i| i % 9 == 4).collect();
+            assert_eq!(r.postings(r.id_of("region_4").unwrap()), &want[..]);
+            assert_eq!(t.series_tag_value(123, region), Some("region_6"));
+            for i in [0u32, 1, 150, 299] {
+                let tags = tsbs_tags(i);
+                let tags: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                assert_eq!(Resolver::lookup(cat.db("db").unwrap(), "cpu", &tags, &f).unwrap().unwrap().series, i);
+            }
+            let mut other = tsbs_tags(5);
+            other[1].1 = "region_0".into(); // a combination of known values that is no series
+            let other: Vec<(&str, &str)> = other.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            assert!(Resolver::lookup(cat.db("db").unwrap(), "cpu", &other, &f).unwrap().is_none());
+        }
+    }
+
+    /// Issue 5's budget is 300 resident bytes per series at 10 M series, the whole process included; the
+    /// catalog's share at TSBS's ten tags must stay a fraction of it.
+    #[test]
+    fn a_series_costs_the_catalog_under_150_bytes() {
+        let n = 200_000u32;
+        let mut c = cat_with_db();
+        let mut entries = Vec::new();
+        for i in 0..n {
+            let tags = tsbs_tags(i);
+            let tags: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            Resolver::create(&mut c, 0, "cpu", &tags, &[("v", FieldType::Float)], &mut entries).unwrap();
+            entries.clear();
+        }
+        c.shrink_to_fit();
+        let per_series = c.series_heap_bytes() as f64 / f64::from(n);
+        eprintln!("catalog: {per_series:.1} heap bytes per series at {n} series");
+        assert!(per_series < 150.0, "{per_series:.1} bytes per series");
+        assert!(per_series > 60.0, "{per_series:.1} bytes per series: the measure misses the tag sets (6 bytes a tag)");
     }
 
     #[test]

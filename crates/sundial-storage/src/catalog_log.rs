@@ -241,6 +241,18 @@ impl CatalogLog {
     /// A `catalog.log.tmp` left by a rewrite that a crash cut short is deleted: until its rename, the
     /// old log is the valid one.
     pub fn open(path: &Path) -> Result<(CatalogLog, Vec<CatalogEntry>)> {
+        let mut entries = Vec::new();
+        let log = Self::open_with(path, |e| {
+            entries.push(e);
+            Ok(())
+        })?;
+        Ok((log, entries))
+    }
+
+    /// [`CatalogLog::open`] handing each entry to `on_entry` in order instead of collecting them: at
+    /// millions of series the entries, each with its own strings, would take several times the memory of
+    /// the catalog they build.
+    pub fn open_with(path: &Path, mut on_entry: impl FnMut(CatalogEntry) -> Result<()>) -> Result<CatalogLog> {
         let io = |e| Error::io(path, e);
         let tmp = tmp_path(path);
         match std::fs::remove_file(&tmp) {
@@ -259,8 +271,7 @@ impl CatalogLog {
             }
             file.write_all(&fresh).map_err(io)?;
             file.sync_all().map_err(io)?;
-            let log = CatalogLog { path: path.to_path_buf(), file, records: 0, bytes: frame::HEADER_BYTES as u64 };
-            return Ok((log, Vec::new()));
+            return Ok(CatalogLog { path: path.to_path_buf(), file, records: 0, bytes: frame::HEADER_BYTES as u64 });
         }
         match frame::check_header(&bytes, MAGIC) {
             Some(VERSION) => {}
@@ -282,11 +293,14 @@ impl CatalogLog {
         }
         let body = &bytes[frame::HEADER_BYTES..];
         let mut frames = frame::Frames::new(body, CATALOG_RECORD_BYTES_MAX);
-        let mut entries = Vec::new();
+        let mut records = 0u64;
         for payload in frames.by_ref() {
             let mut r = Reader::new(payload);
             match decode_entry(&mut r) {
-                Some(e) if r.is_empty() => entries.push(e),
+                Some(e) if r.is_empty() => {
+                    records += 1;
+                    on_entry(e)?;
+                }
                 _ => {
                     return Err(Error::Corrupt {
                         path: path.to_path_buf(),
@@ -302,8 +316,7 @@ impl CatalogLog {
             file.set_len(keep).map_err(io)?;
             file.sync_all().map_err(io)?;
         }
-        let records = entries.len() as u64;
-        Ok((CatalogLog { path: path.to_path_buf(), file, records, bytes: keep }, entries))
+        Ok(CatalogLog { path: path.to_path_buf(), file, records, bytes: keep })
     }
 
     /// Records and bytes in the file.

@@ -273,22 +273,19 @@ impl Engine {
             locks.push(lock);
         }
 
-        let (catalog_log, entries) = CatalogLog::open(&dir.join("catalog.log"))?;
         let mut catalog = Catalog::default();
         let mut counters = Counters::default();
-        for e in &entries {
-            catalog.apply(e)?;
-            if let CatalogEntry::Counters(c) = e {
-                counters = counters.max(*c);
-            }
-        }
-        let segments = load_segments(placement.roots(), &catalog)?;
         let mut tombstones = TombstoneSet::new();
-        for e in &entries {
-            if let CatalogEntry::Tombstone(t) = e {
-                tombstones.entry((t.db, t.table)).or_default().push(Arc::new(t.clone()));
+        let catalog_log = CatalogLog::open_with(&dir.join("catalog.log"), |e| {
+            catalog.apply(&e)?;
+            match e {
+                CatalogEntry::Counters(c) => counters = counters.max(c),
+                CatalogEntry::Tombstone(t) => tombstones.entry((t.db, t.table)).or_default().push(Arc::new(t)),
+                _ => {}
             }
-        }
+            Ok(())
+        })?;
+        let segments = load_segments(placement.roots(), &catalog)?;
         let logged_tombstones: Vec<Tombstone> = tombstones.values().flatten().map(|t| (**t).clone()).collect();
         // Tombstone ids must never be reused: a segment skips tombstones up to its `tombstones_applied`.
         // The rewritten log may no longer hold the highest one, hence the segments and the counters.
@@ -327,6 +324,8 @@ impl Engine {
             Ok(())
         })?;
         tracing::info!(records = replayed, rows = mem.active.rows, "WAL replayed");
+        // The arenas grew by doubling during the replays; give back what they will not use.
+        catalog.shrink_to_fit();
         // Sequence numbers must never go below a tombstone's `wal_seq`, or a replay would hide rows
         // written after the delete (the WAL restarts at 1 when it lost every file).
         let max_wal_seq = tombstones.values().flatten().map(|t| t.wal_seq).max().unwrap_or(0);

@@ -32,6 +32,10 @@ pub const SERIES_PER_TABLE_MAX: u32 = 1 << 30;
 /// Bytes of one tag key, tag value, field key, table or database name.
 pub const NAME_BYTES_MAX: usize = 64 * 1024;
 
+/// Bytes of the distinct values of one tag column, all together: the catalog keeps them in one arena
+/// with `u32` offsets (see `catalog.rs`). Reaching it means a tag holds unbounded values.
+pub const TAG_VALUE_BYTES_PER_COLUMN_MAX: usize = u32::MAX as usize;
+
 /// Bytes of one string field value.
 pub const STRING_VALUE_BYTES_MAX: usize = 1024 * 1024;
 

@@ -273,8 +273,8 @@ fn series_key(t: &TableCatalog, sid: u32) -> String {
 
 fn series_tags(t: &TableCatalog, sid: u32) -> BTreeMap<String, String> {
     let mut tags = BTreeMap::new();
-    for (col, _) in t.series_tags(sid).unwrap_or(&[]) {
-        if let (Some(c), Some(v)) = (t.column_by_id(*col), t.series_tag_value(sid, *col)) {
+    for (col, v) in t.series_tags(sid).into_iter().flat_map(|set| set.iter()) {
+        if let (Some(c), Some(v)) = (t.column_by_id(col), t.tag_dict(col).and_then(|d| d.value(v))) {
             tags.insert(c.name.to_string(), v.to_string());
         }
     }

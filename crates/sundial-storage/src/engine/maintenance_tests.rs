@@ -59,7 +59,7 @@ fn series_in(e: &Engine, db: &str, host: &str) -> SeriesId {
     let cat = e.catalog();
     let t = cat.db(db).unwrap().table("cpu").unwrap();
     let col = t.column("host").unwrap().id;
-    (0..t.series_count() as SeriesId).find(|s| t.series_tag_value(*s, col).is_some_and(|v| &**v == host)).unwrap()
+    (0..t.series_count() as SeriesId).find(|s| t.series_tag_value(*s, col).is_some_and(|v| v == host)).unwrap()
 }
 
 /// Without compaction every flush adds a file to the partition; with it, the files of one partition

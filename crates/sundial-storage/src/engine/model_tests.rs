@@ -122,7 +122,7 @@ impl Harness {
         let Some(t) = cat.db("db").and_then(|d| d.table("cpu")) else { return vec![] };
         let host_col = t.column("host").unwrap().id;
         (0..t.series_count() as SeriesId)
-            .filter(|s| t.series_tag_value(*s, host_col).is_some_and(|v| hosts.contains(&&**v)))
+            .filter(|s| t.series_tag_value(*s, host_col).is_some_and(|v| hosts.contains(&v)))
             .collect()
     }
 
