@@ -20,7 +20,7 @@ fn read_all(e: &Engine, db: &str) -> Vec<(String, i64, Option<i64>)> {
     let series: Vec<SeriesId> = (0..n).collect();
     let snap = e.snapshot(db_id, t_id, &series, i64::MIN, i64::MAX, &[(v_col, FieldType::Integer)]);
     let mut out = Vec::new();
-    for s in snap.series() {
+    for s in snap.series().unwrap() {
         let host = e.catalog().db(db).unwrap().table("cpu").unwrap().series_tag_value(s, host_col).unwrap().to_string();
         let rows = snap.read_series(s).unwrap().unwrap();
         for (i, ts) in rows.ts.iter().enumerate() {
