@@ -1308,4 +1308,224 @@ mod tests {
             }
         }
     }
+
+    /// Everything a reader can learn from a segment's block index, through every lookup path.
+    #[derive(Debug, PartialEq)]
+    struct IndexView {
+        series: Vec<SeriesId>,
+        per_series: Vec<(SeriesId, Vec<BlockMeta>, Vec<BlockMeta>)>,
+        all: Vec<BlockMeta>,
+        rows: Vec<Vec<SeriesRows>>,
+        hidden: Vec<bool>,
+    }
+
+    fn view(seg: &Segment, cols: &[(ColId, FieldType)]) -> IndexView {
+        let series = seg.series().unwrap();
+        let mut per_series = Vec::new();
+        let mut rows = Vec::new();
+        let mut hidden = Vec::new();
+        for &s in series.iter().chain(&[u32::MAX - 1]) {
+            let b = seg.series_blocks(s).unwrap();
+            assert_eq!(b.len(), b.iter().count());
+            assert_eq!(b.is_empty(), b.iter().next().is_none());
+            let fwd: Vec<BlockMeta> = b.iter().cloned().collect();
+            let mut back: Vec<BlockMeta> = b.iter().rev().cloned().collect();
+            back.reverse();
+            per_series.push((s, fwd, back));
+            rows.push(seg.read_series(s, 40, 1_000_000, cols).unwrap());
+            rows.push(seg.read_series(s, i64::MIN, i64::MAX, cols).unwrap());
+            let t = |series: Option<Vec<SeriesId>>, ts_min, ts_max| crate::tombstone::Tombstone {
+                id: 1,
+                db: 1,
+                table: 2,
+                series,
+                ts_min,
+                ts_max,
+                generation: 1,
+                wal_seq: 0,
+            };
+            for (lo, hi) in [(i64::MIN, i64::MAX), (5, 5), (60, 61), (100_000, 100_000)] {
+                hidden.push(seg.has_rows_hidden_by(&t(Some(vec![s]), lo, hi)).unwrap());
+                hidden.push(seg.has_rows_hidden_by(&t(None, lo, hi)).unwrap());
+            }
+        }
+        let mut all = Vec::new();
+        seg.for_each_block(|b| all.push(b.clone())).unwrap();
+        IndexView { series, per_series, all, rows, hidden }
+    }
+
+    const INT: [(ColId, FieldType); 1] = [(1, FieldType::Integer)];
+
+    /// A segment whose series straddle group boundaries: series k has `k % 5 + 1` blocks of 1 to 3
+    /// rows, series 7 has 150 one-row blocks (three groups), and series 9999 a full-size series
+    /// (BLOCK_ROWS_MAX + 5 rows, two blocks). Returns the path and the blocks as written.
+    fn many_series_segment(dir: &Path) -> (PathBuf, Vec<BlockMeta>) {
+        let id = SegmentId { db: 1, table: 2, partition_start: 0, partition_ns: 1 << 40, generation: 5, gen_min: 5, tombstones_applied: 0 };
+        let mut w = SegmentWriter::create(&dir.join("many.seg"), id).unwrap();
+        let series_rows = |series: SeriesId, n: usize, step: i64| {
+            let mut c = Column::new(FieldType::Integer);
+            for i in 0..n {
+                c.push_value(&Value::Integer(i as i64 * 3 - i64::from(series)));
+            }
+            SeriesRows { series, ts: (0..n as i64).map(|i| 10 + i * step).collect(), cols: vec![Some(c)] }
+        };
+        for s in 0..400u32 {
+            let s = s * 2 + 1;
+            let (blocks, per) = if s == 7 { (150, 1) } else { (s as usize % 5 + 1, s as usize % 3 + 1) };
+            let rows = series_rows(s, blocks * per, 7);
+            for b in 0..blocks {
+                w.add_block(&rows, b * per..(b + 1) * per, &[1]).unwrap();
+            }
+        }
+        w.add_series(&series_rows(9999, BLOCK_ROWS_MAX + 5, 1), &[1]).unwrap();
+        let written = w.blocks.clone();
+        (w.finish().unwrap(), written)
+    }
+
+    /// The lazy index answers exactly as the blocks written, whether the cache keeps nothing (every
+    /// lookup decodes its groups again) or everything, in version 3 and in version 2 (same layout).
+    #[test]
+    fn lazy_block_index_reads_identically_with_tiny_and_large_caches() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, written) = many_series_segment(dir.path());
+        let bytes = std::fs::read(&path).unwrap();
+        for version in [3, 2] {
+            set_version(&path, &bytes, version);
+            let tiny = Arc::new(BlockIndexCache::new(1));
+            let large = Arc::new(BlockIndexCache::new(64 << 20));
+            let a = Segment::open_with_cache(&path, &tiny).unwrap();
+            let b = Segment::open_with_cache(&path, &large).unwrap();
+            assert_eq!(a.n_blocks(), written.len());
+            assert!(a.groups.len() > 10, "{} groups", a.groups.len());
+            let va = view(&a, &INT);
+            assert_eq!(va, view(&b, &INT), "version {version}");
+            assert_eq!(va.all, written);
+            assert_eq!(va.series.len(), 401);
+            let s7 = &va.per_series.iter().find(|p| p.0 == 7).unwrap().1;
+            assert_eq!(s7.len(), 150, "series 7 spans three groups");
+            assert_eq!(va.per_series.iter().find(|p| p.0 == 9999).unwrap().1.len(), 2);
+            assert!(va.per_series.last().unwrap().1.is_empty(), "an absent series has no blocks");
+            assert_eq!(va.rows[2 * va.series.iter().position(|s| *s == 9999).unwrap()][0].ts[0], 40);
+            let (ts, ls) = (tiny.stats(), large.stats());
+            assert_eq!((ts.entries, ts.bytes, ts.hits), (0, 0, 0), "nothing fits in one byte: {ts:?}");
+            assert!(ts.misses > a.groups.len() as u64 * 4, "{ts:?}");
+            assert_eq!(ls.misses, a.groups.len() as u64, "each group decoded once: {ls:?}");
+            assert!(ls.hits > ls.misses && ls.bytes <= ls.capacity, "{ls:?}");
+        }
+    }
+
+    /// A walk in series order (compaction's) decodes each group about once even with no cache at all.
+    #[test]
+    fn series_walker_decodes_each_group_once_without_a_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, written) = many_series_segment(dir.path());
+        let cache = Arc::new(BlockIndexCache::new(0));
+        let seg = Segment::open_with_cache(&path, &cache).unwrap();
+        let series = seg.series().unwrap();
+        let before = cache.stats().misses;
+        let mut walker = seg.walker();
+        let mut seen = Vec::new();
+        for s in series {
+            seen.extend(walker.series_blocks(s).unwrap().iter().cloned());
+        }
+        assert_eq!(seen, written);
+        let decoded = cache.stats().misses - before;
+        assert!(decoded <= seg.groups.len() as u64 + 2, "{decoded} decodes for {} groups", seg.groups.len());
+    }
+
+    /// A small cache keeps at most its capacity, and repeated reads of a working set that fits hit it.
+    #[test]
+    fn block_index_cache_hits_on_repeated_reads_and_stays_within_capacity() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = many_series_segment(dir.path());
+        let cache = Arc::new(BlockIndexCache::new(40 << 10));
+        let seg = Segment::open_with_cache(&path, &cache).unwrap();
+        let series = seg.series().unwrap();
+        for _ in 0..3 {
+            for &s in &series {
+                seg.series_blocks(s).unwrap();
+                let st = cache.stats();
+                assert!(st.bytes <= st.capacity, "{st:?}");
+            }
+        }
+        let st = cache.stats();
+        assert!(st.evictions > 0, "the segment's index does not fit: {st:?}");
+        let before = st.hits;
+        for _ in 0..5 {
+            seg.series_blocks(series[0]).unwrap();
+        }
+        assert!(cache.stats().hits >= before + 4, "{:?}", cache.stats());
+        drop(seg);
+        assert_eq!(cache.stats().entries, 0, "a closed segment's groups are dropped");
+    }
+
+    /// The footer is checked (CRC) only at open; a footer byte changed on disk afterwards is caught by
+    /// the group's own checksum when the group is next decoded, as `Corrupt` naming file and offset.
+    #[test]
+    fn footer_byte_flipped_after_open_is_corrupt_at_the_next_group_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = many_series_segment(dir.path());
+        let seg = Segment::open_with_cache(&path, &Arc::new(BlockIndexCache::new(0))).unwrap();
+        let g = &seg.groups[3];
+        let at = seg.footer_offset + u64::from(g.footer_off) + u64::from(g.footer_len) / 2;
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        let mut byte = [0u8];
+        seg.file.read_exact_at(&mut byte, at).unwrap();
+        f.write_all_at(&[byte[0] ^ 0x10], at).unwrap();
+        let victim = g.first_series + 1;
+        let err = seg.series_blocks(victim).unwrap_err();
+        let Error::Corrupt { path: p, offset, what } = &err else { panic!("{err}") };
+        assert_eq!((p, *offset), (&path, seg.footer_offset + u64::from(g.footer_off)), "{err}");
+        assert!(what.contains("block index group 3 checksum mismatch"), "{err}");
+        assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+        assert!(seg.read_series(victim, i64::MIN, i64::MAX, &INT).is_err());
+        assert!(seg.series().is_err() || seg.groups[3].first_series == seg.groups[3].last_series);
+        assert!(seg.for_each_block(|_| {}).is_err());
+        // Other groups still read.
+        assert!(!seg.series_blocks(seg.groups[0].first_series).unwrap().is_empty());
+        // Reopening fails at open, on the footer's own CRC.
+        assert!(matches!(Segment::open(&path), Err(Error::Corrupt { .. })));
+    }
+
+    /// 100,000 single-block series: the index an open segment keeps is under 2 bytes per block (it was
+    /// over 100 with one integer column, ~1 KB with ten float columns, before the lazy index).
+    #[test]
+    fn resident_index_is_under_two_bytes_per_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = SegmentId { db: 1, table: 2, partition_start: 0, partition_ns: 1 << 40, generation: 1, gen_min: 1, tombstones_applied: 0 };
+        let mut w = SegmentWriter::create(&dir.path().join("wide.seg"), id).unwrap();
+        let mut c = Column::new(FieldType::Integer);
+        c.push_value(&Value::Integer(7));
+        let n = 100_000u32;
+        for s in 0..n {
+            w.add_block(&SeriesRows { series: s, ts: vec![1000 + i64::from(s)], cols: vec![Some(c.clone())] }, 0..1, &[1]).unwrap();
+        }
+        let path = w.finish().unwrap();
+        let cache = Arc::new(BlockIndexCache::new(1 << 20));
+        let seg = Segment::open_with_cache(&path, &cache).unwrap();
+        assert_eq!(seg.n_blocks(), n as usize);
+        let per_block = seg.resident_bytes() as f64 / f64::from(n);
+        eprintln!("resident index: {} bytes for {n} blocks = {per_block:.3} bytes/block", seg.resident_bytes());
+        assert!(per_block < 2.0, "{per_block} bytes per block");
+        assert_eq!(cache.stats().entries, 0, "open decodes nothing into the cache");
+        assert_eq!(seg.series_blocks(54_321).unwrap().get(0).unwrap().ts_min, 1000 + 54_321);
+        assert_eq!(seg.series().unwrap().len(), n as usize);
+    }
+
+    /// The version-1 fixture (absolute series ids, explicit chunk offsets) reads the same through a
+    /// cache that keeps nothing and one that keeps everything.
+    #[test]
+    fn version_1_fixture_reads_identically_with_tiny_and_large_caches() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/v1-datadir/db0/p1699920000000000000/t0-g000000000001.seg");
+        let a = Segment::open_with_cache(&root, &Arc::new(BlockIndexCache::new(0))).unwrap();
+        let b = Segment::open_with_cache(&root, &Arc::new(BlockIndexCache::new(1 << 20))).unwrap();
+        assert_eq!(a.version, 1);
+        let mut cols = Vec::new();
+        a.for_each_block(|b| cols.extend(b.cols.iter().map(|c| (c.col, c.ty)))).unwrap();
+        cols.sort_by_key(|c| c.0);
+        cols.dedup();
+        let va = view(&a, &cols);
+        assert!(!va.all.is_empty() && va.rows.iter().flatten().count() > 0);
+        assert_eq!(va, view(&b, &cols));
+    }
 }
