@@ -55,6 +55,18 @@
 //! most [`BLOCK_ROWS_MAX`] rows with strictly increasing timestamps, all inside the partition. Every chunk
 //! and the footer carry a CRC32C checked when read, and the writer checks each block's invariants right
 //! before encoding it while the reader checks them again right after decoding (paired assertions).
+//!
+//! **In memory** (not part of the format, which this does not change): [`Segment::open`] reads the
+//! footer, checks its CRC and decodes it once, streaming, checking every block, then drops it. What an
+//! open segment keeps is a sparse index, one `Group` entry per [`FOOTER_GROUP_BLOCKS`] consecutive blocks:
+//! the first and last series, the time range, where the group's blocks are in the footer, where its
+//! first chunk starts (the state a version-2 block decoder carries: previous series and next chunk
+//! offset), and a CRC32C of the group's bytes taken at open. That is under a byte per block, against
+//! about 1 KB per block of ten columns for decoded [`BlockMeta`]s, which at one block per series was the
+//! bulk of the memory per series. A read finds the groups of a series by binary search, and the group's
+//! blocks come from the engine's [`BlockIndexCache`] (bounded in bytes) or are read again from the footer
+//! region of the file, checked against the group CRC (a change after open is `Corrupt`), decoded by the
+//! same per-block decoder and checked again.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -658,7 +670,7 @@ mod v1 {
 /// into the shared [`BlockIndexCache`] when a read needs them, the blocks' chunks read on demand.
 ///
 /// At open the footer is read, its CRC checked, and it is decoded once, streaming, checking every block
-/// (a damaged file fails to open, as before); what stays resident is one [`Group`] entry per
+/// (a damaged file fails to open, as before); what stays resident is one `Group` entry per
 /// [`FOOTER_GROUP_BLOCKS`] blocks (under a byte per block, see [`Segment::resident_bytes`]) instead of
 /// every block's metadata (about 1 KB per block with ten columns). The file format is unchanged.
 pub struct Segment {
