@@ -162,10 +162,11 @@ fn main() {
                 let s = Segment::open(&p).expect("segment");
                 files += 1;
                 seg_bytes += len;
-                for b in s.blocks() {
+                s.for_each_block(|b| {
                     ts_bytes += u64::from(b.ts_chunk.len);
                     col_bytes += b.cols.iter().map(|c| u64::from(c.chunk.len)).sum::<u64>();
-                }
+                })
+                .expect("block index");
             }
         }
     }

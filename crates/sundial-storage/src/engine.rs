@@ -53,6 +53,7 @@ use crate::limits;
 use crate::memtable::MemGen;
 use crate::rows::{self, SeriesRows};
 use crate::placement::Placement;
+use crate::block_cache::{BlockIndexCache, BlockIndexCacheStats};
 use crate::segment::{PartitionedWriter, Segment, is_canonical_name};
 use crate::throttle::{SystemThrottleClock, ThrottleClock, TokenBucket};
 use crate::tombstone::{self, Tombstone};
@@ -110,6 +111,12 @@ pub struct EngineConfig {
     /// `catalog.log` is rewritten as a snapshot only once it holds at least this many bytes (and more
     /// than half of its records are dead). Default [`limits::CATALOG_LOG_REWRITE_BYTES_MIN`] (256 KiB).
     pub catalog_log_rewrite_bytes_min: u64,
+    /// Capacity of the block-index cache: segment footers' block metadata (chunk references and
+    /// per-column statistics, about 1 KB per block with ten columns), decoded group by group when reads
+    /// need it (see [`crate::block_cache`]). Open segments keep only a sparse index resident (under a
+    /// byte per block), so this bounds the memory of block metadata whatever the number of series.
+    /// Default [`limits::BLOCK_INDEX_CACHE_BYTES_DEFAULT`] (64 MiB).
+    pub block_index_cache_bytes: usize,
 }
 
 /// Where the engine reads the time (nanoseconds since the Unix epoch).
@@ -159,6 +166,7 @@ impl EngineConfig {
             compaction_bytes_per_sec_max: None,
             compaction_throttle_clock: SystemThrottleClock::shared(),
             catalog_log_rewrite_bytes_min: limits::CATALOG_LOG_REWRITE_BYTES_MIN,
+            block_index_cache_bytes: limits::BLOCK_INDEX_CACHE_BYTES_DEFAULT,
         }
     }
 }
@@ -234,6 +242,8 @@ struct Inner {
     compaction_throttle: Option<Arc<TokenBucket>>,
     /// Tests: stop flushing (a stand-in for a disk slower than ingest).
     flush_paused: AtomicBool,
+    /// Decoded footer groups of every open segment, bounded by `config.block_index_cache_bytes`.
+    block_index_cache: Arc<BlockIndexCache>,
 }
 
 pub struct Engine {
@@ -285,7 +295,8 @@ impl Engine {
             }
             Ok(())
         })?;
-        let segments = load_segments(placement.roots(), &catalog)?;
+        let block_index_cache = Arc::new(BlockIndexCache::new(config.block_index_cache_bytes));
+        let segments = load_segments(placement.roots(), &catalog, &block_index_cache)?;
         let logged_tombstones: Vec<Tombstone> = tombstones.values().flatten().map(|t| (**t).clone()).collect();
         // Tombstone ids must never be reused: a segment skips tombstones up to its `tombstones_applied`.
         // The rewritten log may no longer hold the highest one, hence the segments and the counters.
@@ -359,6 +370,7 @@ impl Engine {
             last_retention_run: Mutex::new(Instant::now()),
             compaction_throttle: config_throttle,
             flush_paused: AtomicBool::new(false),
+            block_index_cache,
         });
         // Retention first, so that nothing expired is compacted or served.
         inner.enforce_retention()?;
@@ -557,6 +569,12 @@ impl Engine {
         (all.clone().map(|s| s.file_bytes).sum(), all.count())
     }
 
+    /// The block-index cache's size and counters (decoded segment footer groups, see
+    /// [`crate::block_cache`]).
+    pub fn block_index_cache_stats(&self) -> BlockIndexCacheStats {
+        self.inner.block_index_cache.stats()
+    }
+
     /// Rows and bytes in memtables not yet flushed.
     pub fn memtable_usage(&self) -> (u64, usize) {
         let mem = self.inner.mem.read();
@@ -614,10 +632,10 @@ fn filter_replayed(cat: &Catalog, tombstones: &TombstoneSet, seq: u64, mut b: Wr
 
 /// Opens every segment file of live tables; deletes leftovers (temp files, dropped tables); quarantines
 /// files that fail to open so the server can still start (the error is logged loudly).
-fn load_segments(roots: &[PathBuf], cat: &Catalog) -> Result<SegmentSet> {
+fn load_segments(roots: &[PathBuf], cat: &Catalog, cache: &Arc<BlockIndexCache>) -> Result<SegmentSet> {
     let mut set: SegmentSet = HashMap::new();
     for dir in roots {
-        load_root(dir, cat, &mut set)?;
+        load_root(dir, cat, cache, &mut set)?;
     }
     for v in set.values_mut() {
         remove_superseded(v)?;
@@ -626,7 +644,7 @@ fn load_segments(roots: &[PathBuf], cat: &Catalog) -> Result<SegmentSet> {
     Ok(set)
 }
 
-fn load_root(dir: &Path, cat: &Catalog, set: &mut SegmentSet) -> Result<()> {
+fn load_root(dir: &Path, cat: &Catalog, cache: &Arc<BlockIndexCache>, set: &mut SegmentSet) -> Result<()> {
     for db_entry in std::fs::read_dir(dir).map_err(io(dir))? {
         let db_path = db_entry.map_err(io(dir))?.path();
         let Some(db_id) = dir_id(&db_path, "db") else { continue };
@@ -650,7 +668,7 @@ fn load_root(dir: &Path, cat: &Catalog, set: &mut SegmentSet) -> Result<()> {
                 if !name.ends_with(".seg") {
                     continue;
                 }
-                match Segment::open(&path) {
+                match Segment::open_with_cache(&path, cache) {
                     Ok(s) => {
                         let live = cat.db_by_id(s.id.db).is_some_and(|d| d.table_by_id(s.id.table).is_some());
                         if live {
@@ -974,7 +992,8 @@ impl Inner {
         for r in &roots {
             sync_dir(r)?;
         }
-        let opened = published.iter().map(|p| Segment::open(p).map(Arc::new)).collect::<Result<Vec<_>>>()?;
+        let opened =
+            published.iter().map(|p| Segment::open_with_cache(p, &self.block_index_cache).map(Arc::new)).collect::<Result<Vec<_>>>()?;
         let n = opened.len();
         let mut segs = self.segments.write();
         let cat = self.catalog.read();
@@ -1055,11 +1074,12 @@ impl TableSnapshot {
     }
 
     /// Every series with rows in this snapshot (in any source), ascending. Used when no tag filter
-    /// narrows the scan.
-    pub fn series(&self) -> Vec<SeriesId> {
+    /// narrows the scan. Fails when a segment's block index can no longer be read (see
+    /// [`Segment::series`]).
+    pub fn series(&self) -> Result<Vec<SeriesId>> {
         let mut out: Vec<SeriesId> = Vec::new();
         for s in &self.segments {
-            out.extend(s.series());
+            out.extend(s.series()?);
         }
         for f in &self.frozen {
             if let Some(t) = f.memtable.table(self.db, self.table) {
@@ -1069,7 +1089,7 @@ impl TableSnapshot {
         out.extend(self.active.keys());
         out.sort_unstable();
         out.dedup();
-        out
+        Ok(out)
     }
 
     pub fn segments(&self) -> &[Arc<Segment>] {

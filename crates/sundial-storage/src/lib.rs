@@ -125,6 +125,7 @@
 //! ```
 
 pub mod batch;
+pub mod block_cache;
 pub mod catalog;
 pub mod catalog_log;
 pub mod codec;

@@ -17,6 +17,17 @@ const _: () = assert!((WAL_RECORD_BYTES_MAX as u64) < WAL_FILE_BYTES_MAX);
 /// makes per-block statistics answer whole-day aggregates without decoding.
 pub const BLOCK_ROWS_MAX: usize = 8640 * 2;
 
+/// Blocks per group of a segment's in-memory footer index (see `segment.rs`): an open segment keeps one
+/// small entry (series range, time range, where the group's blocks are in the footer, a checksum) per
+/// group, and decodes a group's blocks into the block-index cache when a read needs them. 64 keeps the
+/// resident index under a byte per block while a group decode (64 blocks' metadata, ~64 KB with ten
+/// columns) stays cheap next to reading one chunk.
+pub const FOOTER_GROUP_BLOCKS: usize = 64;
+
+/// Default capacity of the engine's block-index cache (`EngineConfig::block_index_cache_bytes`): decoded
+/// footer groups of all open segments, about 1 KB per block with ten float columns.
+pub const BLOCK_INDEX_CACHE_BYTES_DEFAULT: usize = 64 * 1024 * 1024;
+
 /// Codecs refuse to decode blocks claiming more rows than this; protects against corrupt headers.
 pub const CODEC_ROWS_MAX: usize = 1 << 20;
 

@@ -13,7 +13,7 @@ use crate::catalog::{ColId, SeriesId};
 use crate::error::Result;
 use crate::limits::BLOCK_ROWS_MAX;
 use crate::rows::{self, SeriesRows};
-use crate::segment::{BlockMeta, Segment, SegmentId, SegmentWriter};
+use crate::segment::{Segment, SegmentId, SegmentWriter, SeriesBlocks, SeriesWalker};
 use crate::throttle::TokenBucket;
 use crate::tombstone::{self, Tombstone};
 use crate::types::FieldType;
@@ -30,7 +30,8 @@ pub struct MergeStats {
 /// One input's cursor over the blocks of the series being merged.
 struct Cursor<'a> {
     seg: &'a Segment,
-    blocks: &'a [BlockMeta],
+    /// Owns the decoded footer groups holding the series' blocks (see [`crate::block_cache`]).
+    blocks: SeriesBlocks,
     next: usize,
     pending: SeriesRows,
     /// Tombstones that hide rows of this input and of the current series.
@@ -50,19 +51,25 @@ pub fn merge(
     throttle: Option<Arc<TokenBucket>>,
 ) -> Result<(Option<PathBuf>, MergeStats)> {
     debug_assert!(inputs.windows(2).all(|w| w[0].id.generation < w[1].id.gen_min));
-    let mut series: Vec<SeriesId> = inputs.iter().flat_map(|s| s.series()).collect();
+    let mut series: Vec<SeriesId> = Vec::new();
+    for s in inputs {
+        series.extend(s.series()?);
+    }
     series.sort_unstable();
     series.dedup();
     let col_ids: Vec<ColId> = cols.iter().map(|c| c.0).collect();
     let types: Vec<FieldType> = cols.iter().map(|c| c.1).collect();
     let mut w = SegmentWriter::create(path, id)?.with_throttle(throttle);
     let mut stats = MergeStats::default();
+    // Series are visited in ascending order: each input's walker keeps its last decoded footer group, so
+    // a group is decoded about once per merge even when the block-index cache cannot keep it.
+    let mut walkers: Vec<SeriesWalker<'_>> = inputs.iter().map(|seg| seg.walker()).collect();
     for s in series {
-        let mut cursors: Vec<Cursor<'_>> = inputs
-            .iter()
-            .map(|seg| Cursor {
+        let mut cursors: Vec<Cursor<'_>> = Vec::with_capacity(inputs.len());
+        for (seg, walker) in inputs.iter().zip(&mut walkers) {
+            cursors.push(Cursor {
                 seg,
-                blocks: seg.series_blocks(s),
+                blocks: walker.series_blocks(s)?,
                 next: 0,
                 pending: SeriesRows { series: s, ts: Vec::new(), cols: Vec::new() },
                 tombstones: tombstones
@@ -70,8 +77,8 @@ pub fn merge(
                     .filter(|t| t.id > seg.id.tombstones_applied && t.hides_generation(seg.id.generation) && t.matches_series(s))
                     .map(|t| &**t)
                     .collect(),
-            })
-            .collect();
+            });
+        }
         merge_series(&mut w, &mut cursors, cols, &col_ids, &types, &mut stats)?;
     }
     if w.is_empty() {
@@ -92,8 +99,9 @@ fn merge_series(
     let mut out: Option<SeriesRows> = None;
     loop {
         for c in cursors.iter_mut() {
-            while c.pending.is_empty() && c.next < c.blocks.len() {
-                let b = &c.blocks[c.next];
+            while c.pending.is_empty()
+                && let Some(b) = c.blocks.get(c.next)
+            {
                 c.next += 1;
                 let mut rows = c.seg.read_block(b, i64::MIN, i64::MAX, cols)?;
                 stats.rows_in += rows.len() as u64;

@@ -37,7 +37,7 @@ fn read_db(e: &Engine, db_name: &str) -> Vec<(String, String, i64, i64)> {
     for (db, t, name, host_col, v_col, n) in tables {
         let series: Vec<SeriesId> = (0..n).collect();
         let snap = e.snapshot(db, t, &series, i64::MIN, i64::MAX, &[(v_col, FieldType::Integer)]);
-        for s in snap.series() {
+        for s in snap.series().unwrap() {
             let Some(rows) = snap.read_series(s).unwrap() else { continue };
             let host = e.catalog().db_by_id(db).unwrap().table_by_id(t).unwrap().series_tag_value(s, host_col).unwrap().to_string();
             for (i, ts) in rows.ts.iter().enumerate() {

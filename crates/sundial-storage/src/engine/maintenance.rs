@@ -368,7 +368,7 @@ impl Inner {
             let files = segs.get(key).map(Vec::as_slice).unwrap_or(&[]);
             list.retain(|t| {
                 let needed = oldest_frozen <= t.generation
-                    || files.iter().any(|s| t.id > s.id.tombstones_applied && t.hides_generation(s.id.generation) && s.has_rows_hidden_by(t));
+                    || files.iter().any(|s| t.id > s.id.tombstones_applied && t.hides_generation(s.id.generation) && hides_rows_of(s, t, true));
                 retired += usize::from(!needed);
                 needed
             });
@@ -469,7 +469,7 @@ impl Inner {
         if out.is_some() {
             sync_dir(&dir)?;
         }
-        let output = out.map(|p| Segment::open(&p).map(Arc::new)).transpose()?;
+        let output = out.map(|p| Segment::open_with_cache(&p, &self.block_index_cache).map(Arc::new)).transpose()?;
         if !self.publish(&job, output.as_ref()) {
             if let Some(o) = &output {
                 remove_file_if_exists(&o.path)?;
@@ -521,8 +521,18 @@ impl Inner {
 fn file_info(s: &Segment, tombstones: &[Arc<Tombstone>]) -> FileInfo {
     let dead = tombstones
         .iter()
-        .any(|t| t.id > s.id.tombstones_applied && t.hides_generation(s.id.generation) && s.has_rows_hidden_by(t));
+        .any(|t| t.id > s.id.tombstones_applied && t.hides_generation(s.id.generation) && hides_rows_of(s, t, false));
     FileInfo { gen_min: s.id.gen_min, gen_max: s.id.generation, bytes: s.file_bytes, dead }
+}
+
+/// [`Segment::has_rows_hidden_by`], or `on_error` (logged) when the segment's block index can no longer
+/// be read: the caller picks the answer that is safe for it (a tombstone is kept; a file is not
+/// scheduled for a rewrite that would fail the same way). Reads of the damaged part report the error.
+fn hides_rows_of(s: &Segment, t: &Tombstone, on_error: bool) -> bool {
+    s.has_rows_hidden_by(t).unwrap_or_else(|e| {
+        tracing::error!(error = %e, segment = %s.path.display(), "segment block index unreadable");
+        on_error
+    })
 }
 
 fn remove_file_if_exists(path: &std::path::Path) -> Result<()> {

@@ -33,7 +33,7 @@ fn read_db(e: &Engine, db_name: &str) -> Vec<(String, i64, i64)> {
     let series: Vec<SeriesId> = (0..n).collect();
     let snap = e.snapshot(db, t, &series, i64::MIN, i64::MAX, &[(v_col, FieldType::Integer)]);
     let mut out = Vec::new();
-    for s in snap.series() {
+    for s in snap.series().unwrap() {
         let Some(rows) = snap.read_series(s).unwrap() else { continue };
         let host = e.catalog().db(db_name).unwrap().table("cpu").unwrap().series_tag_value(s, host_col).unwrap().to_string();
         for (i, ts) in rows.ts.iter().enumerate() {
@@ -456,7 +456,8 @@ fn merging_inputs_of_many_blocks_each_streams_into_full_sorted_blocks() {
     assert_eq!(read_all(&e), expected);
     let seg = walk(dir.path()).into_iter().find(|p| p.extension().is_some_and(|x| x == "seg")).unwrap();
     let seg = Segment::open(&seg).unwrap();
-    let blocks = seg.blocks();
+    let mut blocks = Vec::new();
+    seg.for_each_block(|b| blocks.push(b.clone())).unwrap();
     let total: usize = blocks.iter().map(|b| b.n_rows as usize).sum();
     assert_eq!(total, expected.len());
     assert_eq!(blocks.len(), total.div_ceil(BLOCK_ROWS_MAX), "blocks are filled before a new one starts");

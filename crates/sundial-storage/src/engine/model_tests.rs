@@ -188,7 +188,7 @@ impl Harness {
         let col_ids: Vec<(ColId, FieldType)> = cols.iter().map(|c| (c.1, c.2)).collect();
         let snap = e.snapshot(db, table, &series, i64::MIN, i64::MAX, &col_ids);
         let mut out = BTreeMap::new();
-        for s in snap.series() {
+        for s in snap.series().unwrap() {
             let host = {
                 let cat = e.catalog();
                 let v = cat.db("db").unwrap().table("cpu").unwrap().series_tag_value(s, host_col).unwrap().to_string();

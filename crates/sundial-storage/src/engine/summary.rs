@@ -69,7 +69,9 @@ impl Engine {
             let mut spans: Vec<(i64, i64)> = Vec::new();
             let before = acc.rows;
             for seg in segs {
-                for b in seg.series_blocks(s) {
+                // An unreadable block index: the caller's fallback (decoding rows) reports the error.
+                let blocks = seg.series_blocks(s).ok()?;
+                for b in &blocks {
                     if b.ts_max < ts_min || b.ts_min > ts_max {
                         continue;
                     }

@@ -99,8 +99,8 @@ impl TailSnapshot {
     /// The rows of `seg` that can be among the last `n` of `series` in the range, oldest first.
     fn segment_tail(&self, seg: &Segment, series: SeriesId) -> Result<Vec<SeriesRows>> {
         let s = &self.snap;
-        let blocks: Vec<&BlockMeta> =
-            seg.series_blocks(series).iter().filter(|b| b.ts_max >= s.ts_min && b.ts_min <= s.ts_max).collect();
+        let all = seg.series_blocks(series)?;
+        let blocks: Vec<&BlockMeta> = all.iter().filter(|b| b.ts_max >= s.ts_min && b.ts_min <= s.ts_max).collect();
         let Some(newest) = blocks.last() else { return Ok(Vec::new()) };
         if self.n == 1
             && let Some(row) = last_row_from_stats(newest, series, s.ts_max, &s.cols)

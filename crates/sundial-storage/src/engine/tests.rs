@@ -20,7 +20,7 @@ fn read_all(e: &Engine, db: &str) -> Vec<(String, i64, Option<i64>)> {
     let series: Vec<SeriesId> = (0..n).collect();
     let snap = e.snapshot(db_id, t_id, &series, i64::MIN, i64::MAX, &[(v_col, FieldType::Integer)]);
     let mut out = Vec::new();
-    for s in snap.series() {
+    for s in snap.series().unwrap() {
         let host = e.catalog().db(db).unwrap().table("cpu").unwrap().series_tag_value(s, host_col).unwrap().to_string();
         let rows = snap.read_series(s).unwrap().unwrap();
         for (i, ts) in rows.ts.iter().enumerate() {
@@ -238,4 +238,49 @@ fn an_idle_memtable_is_flushed_and_its_wal_emptied() {
     }
     assert_eq!(e.disk_usage().1, 1);
     assert_eq!(read_all(&e, "db"), vec![("a".into(), 1, Some(1))]);
+}
+
+/// Reads, deletes and compaction give the same answers whether the engine's block-index cache keeps
+/// nothing (every lookup decodes footer groups from the file) or everything; its stats are exposed.
+#[test]
+fn results_do_not_depend_on_the_block_index_cache_capacity() {
+    let mut results = Vec::new();
+    for capacity in [0, 1 << 20] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(dir.path());
+        cfg.block_index_cache_bytes = capacity;
+        cfg.compaction_threads = 0;
+        let e = Engine::open(cfg).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        let hosts: Vec<String> = (0..300).map(|i| format!("h{i:03}")).collect();
+        for flush in 0..4i64 {
+            let mut pts = Vec::new();
+            for (i, h) in hosts.iter().enumerate() {
+                for k in 0..3 {
+                    pts.push(point("cpu", h, flush * 100 + k * 10 + i as i64 % 7, flush * 1000 + i as i64));
+                }
+            }
+            e.write("db", &pts).unwrap();
+            e.flush().unwrap();
+        }
+        e.delete("db", "cpu", None, 105, 112).unwrap();
+        let before = read_all(&e, "db");
+        let deleted = (0..300).map(|i| usize::from(i % 7 >= 5) + usize::from(i % 7 <= 2)).sum::<usize>();
+        assert_eq!(before.len(), 300 * 12 - deleted);
+        assert!(before.iter().all(|r| !(105..=112).contains(&r.1)));
+        e.compact_now().unwrap();
+        assert_eq!(e.disk_usage().1, 1);
+        let after = read_all(&e, "db");
+        assert_eq!(before, after);
+        let st = e.block_index_cache_stats();
+        assert_eq!(st.capacity, capacity);
+        assert!(st.bytes <= st.capacity, "{st:?}");
+        if capacity == 0 {
+            assert_eq!((st.entries, st.hits), (0, 0), "{st:?}");
+        } else {
+            assert!(st.hits > 0 && st.entries > 0, "{st:?}");
+        }
+        results.push(after);
+    }
+    assert_eq!(results[0], results[1]);
 }
