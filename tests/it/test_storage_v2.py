@@ -148,3 +148,39 @@ def test_retention_statements_sundial_cannot_honour_are_refused_clearly(server):
     assert r.status_code == 400 and "ALTER DATABASE <name> SET RETENTION '<duration>'" in r.text, r.text
     assert s.sql("ALTER DATABASE nope SET RETENTION '1d'").status_code == 404
     assert rp_duration(s, "db") == "0s", "nothing changed"
+
+
+def debug_vars(server):
+    r = requests.get(server.url + "/debug/vars", timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()["sundial"]
+
+
+def test_many_series_read_back_through_a_small_block_index_cache_after_restart(make_server):
+    """Series catalog and segment block indexes after a restart: every series is found by its tags, reads
+    go through a block-index cache far smaller than the indexes (so groups are evicted and decoded again),
+    and /debug/vars reports what the catalog and the cache hold."""
+    n = 6000
+    s = make_server("--partition-duration", "1h")
+    assert s.sql("CREATE DATABASE db").status_code == 200
+    lines = [f"cpu,hostname=host_{i},region=r{i % 7},rack={i % 50} usage={i}i,idle={i / 2} {t * H + i}"
+             for t in range(2) for i in range(n)]
+    assert s.write("db", "\n".join(lines)).status_code == 204
+    before = debug_vars(s)
+    assert before["series"] == n
+    s.stop()  # flushes: every row is in segment files now
+    s = make_server("--partition-duration", "1h", "--block-index-cache-mib", "1")
+    v = debug_vars(s)
+    assert v["series"] == n and v["memtable_rows"] == 0, v
+    # The catalog's heap: tag-set arenas, indexes and dictionaries. 3 tags and one unique value a series.
+    assert 20 * n < v["catalog_series_bytes"] < 200 * n, v
+    assert v["block_index_cache"]["capacity"] == 1 << 20
+    got = s.rows("SELECT region, count(*) AS n, sum(usage) AS u FROM cpu GROUP BY region ORDER BY region", "db")
+    assert got == [{"region": f"r{k}", "n": 2 * len(range(k, n, 7)), "u": 2 * sum(range(k, n, 7))} for k in range(7)]
+    for i in (0, 1234, n - 1):
+        got = s.rows(f"SELECT time, usage, idle FROM cpu WHERE hostname = 'host_{i}' ORDER BY time", "db")
+        assert [(r["usage"], r["idle"]) for r in got] == [(i, i / 2)] * 2, got
+    got = influxql(s, "SELECT last(usage) FROM cpu WHERE rack = '7' GROUP BY hostname")
+    assert sorted(int(x["tags"]["hostname"][5:]) for x in got["series"]) == list(range(7, n, 50))
+    c = debug_vars(s)["block_index_cache"]
+    assert c["misses"] > 0 and c["bytes"] <= c["capacity"], c

@@ -22,6 +22,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/ping", get(ping).head(ping))
         .route("/health", get(health))
+        .route("/debug/vars", get(debug_vars))
         .route("/write", post(write_v1))
         .route("/api/v2/write", post(write_v2))
         .route("/api/v1/sql", get(sql_get).post(sql_post))
@@ -46,6 +47,31 @@ async fn ping() -> StatusCode {
 async fn health() -> Response {
     axum::Json(json!({ "name": "sundial", "status": "pass", "message": "ready for queries and writes", "version": crate::VERSION }))
         .into_response()
+}
+
+/// Memory held by the parts that grow with the data, as InfluxDB's `/debug/vars` does for its own:
+/// the memtables, the series catalog and the block-index cache (issue 5's bounded-memory figures).
+async fn debug_vars(State(state): State<Arc<AppState>>) -> Response {
+    let (memtable_rows, memtable_bytes) = state.engine.memtable_usage();
+    let (series, catalog_series_bytes) = {
+        let cat = state.engine.catalog();
+        let series: usize = cat.dbs().iter().flat_map(|d| d.tables()).map(|t| t.series_count()).sum();
+        (series, cat.series_heap_bytes())
+    };
+    let c = state.engine.block_index_cache_stats();
+    axum::Json(json!({
+        "sundial": {
+            "memtable_rows": memtable_rows,
+            "memtable_bytes": memtable_bytes,
+            "series": series,
+            "catalog_series_bytes": catalog_series_bytes,
+            "block_index_cache": {
+                "bytes": c.bytes, "capacity": c.capacity, "entries": c.entries,
+                "hits": c.hits, "misses": c.misses, "evictions": c.evictions,
+            },
+        }
+    }))
+    .into_response()
 }
 
 async fn write_common(state: Arc<AppState>, db: Option<&String>, precision: Option<&str>, headers: HeaderMap, body: Body) -> Response {

@@ -584,13 +584,28 @@ impl Catalog {
     /// belong to dropped objects): the caller writes a [`CatalogEntry::Counters`] too.
     pub fn snapshot_entries(&self, keep_drop: &dyn Fn(DbId, TableId) -> bool) -> Vec<CatalogEntry> {
         let mut out = Vec::with_capacity(self.live_entry_count());
+        self.for_each_snapshot_entry(keep_drop, &mut |e| {
+            out.push(e);
+            Ok(())
+        })
+        .expect("collecting cannot fail");
+        out
+    }
+
+    /// [`Catalog::snapshot_entries`] one entry at a time: at millions of series the whole list would
+    /// take several times the catalog's own memory (each entry owns its strings).
+    pub fn for_each_snapshot_entry(
+        &self,
+        keep_drop: &dyn Fn(DbId, TableId) -> bool,
+        f: &mut dyn FnMut(CatalogEntry) -> Result<()>,
+    ) -> Result<()> {
         for db in self.dbs() {
-            out.push(CatalogEntry::CreateDb { db: db.id, name: db.name.to_string(), retention_ns: db.retention_ns });
+            f(CatalogEntry::CreateDb { db: db.id, name: db.name.to_string(), retention_ns: db.retention_ns })?;
             for t in db.tables() {
-                out.push(CatalogEntry::CreateTable { db: db.id, table: t.id, name: t.name.to_string() });
+                f(CatalogEntry::CreateTable { db: db.id, table: t.id, name: t.name.to_string() })?;
                 for c in &t.columns {
                     let (col, name, kind) = (c.id, c.name.to_string(), c.kind);
-                    out.push(CatalogEntry::AddColumn { db: db.id, table: t.id, col, name, kind });
+                    f(CatalogEntry::AddColumn { db: db.id, table: t.id, col, name, kind })?;
                 }
                 for sid in 0..t.series_count() as SeriesId {
                     let set = t.series_tags(sid).expect("series ids are dense");
@@ -598,12 +613,14 @@ impl Catalog {
                         .iter()
                         .map(|(c, v)| (c, t.tag_dict(c).and_then(|d| d.value(v)).unwrap_or_default().to_string()))
                         .collect();
-                    out.push(CatalogEntry::AddSeries { db: db.id, table: t.id, series: sid, tags });
+                    f(CatalogEntry::AddSeries { db: db.id, table: t.id, series: sid, tags })?;
                 }
             }
         }
-        out.extend(self.kept_drops(keep_drop).into_iter().map(|(db, table)| CatalogEntry::DropTable { db, table }));
-        out
+        for (db, table) in self.kept_drops(keep_drop) {
+            f(CatalogEntry::DropTable { db, table })?;
+        }
+        Ok(())
     }
 
     /// The dropped tables of live databases that `keep_drop` keeps, sorted.

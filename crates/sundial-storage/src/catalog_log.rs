@@ -327,8 +327,14 @@ impl CatalogLog {
     /// Replaces the log by one holding exactly `entries` (see the module doc for the protocol and its
     /// crash cases). Later appends go to the new file.
     pub fn rewrite(&mut self, entries: &[CatalogEntry]) -> std::result::Result<(), RewriteError> {
+        self.rewrite_with(&mut |put| entries.iter().try_for_each(|e| put(e)))
+    }
+
+    /// [`CatalogLog::rewrite`] with the entries handed over one at a time by `fill`, which calls `put`
+    /// for each: the new log is streamed to its temporary file, never held whole in memory.
+    pub fn rewrite_with(&mut self, fill: &mut EntrySource<'_>) -> std::result::Result<(), RewriteError> {
         let tmp = tmp_path(&self.path);
-        let file = write_tmp(&tmp, entries).map_err(|e| {
+        let (file, records) = write_tmp_with(&tmp, fill).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             RewriteError::Before(e)
         })?;
@@ -339,7 +345,7 @@ impl CatalogLog {
         })?;
         // The open descriptor follows the inode: it is now `catalog.log`.
         self.file = file;
-        self.records = entries.len() as u64;
+        self.records = records;
         self.bytes = bytes;
         let dir = self.path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         File::open(dir).and_then(|d| d.sync_all()).map_err(|e| RewriteError::AfterRename(Error::io(dir, e)))
@@ -369,16 +375,35 @@ impl CatalogLog {
 /// Step 1 of a rewrite: `tmp` holds the whole new log, fsynced. Returns the file, open for appending.
 /// (Also what a test writes to simulate a crash before the rename.)
 pub fn write_tmp(tmp: &Path, entries: &[CatalogEntry]) -> Result<File> {
-    let buf = encode_log(entries)?;
+    Ok(write_tmp_with(tmp, &mut |put| entries.iter().try_for_each(|e| put(e)))?.0)
+}
+
+/// Hands each entry of a new log to the `put` it is given, in order (see [`CatalogLog::rewrite_with`]).
+pub type EntrySource<'a> = dyn FnMut(&mut dyn FnMut(&CatalogEntry) -> Result<()>) -> Result<()> + 'a;
+
+/// [`write_tmp`] streaming the entries from `fill`; returns the file and how many records it holds.
+fn write_tmp_with(tmp: &Path, fill: &mut EntrySource<'_>) -> Result<(File, u64)> {
     let io = |e| Error::io(tmp, e);
     match std::fs::remove_file(tmp) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
         _ => {}
     }
-    let mut file = OpenOptions::new().read(true).append(true).create_new(true).open(tmp).map_err(io)?;
-    file.write_all(&buf).map_err(io)?;
+    let file = OpenOptions::new().read(true).append(true).create_new(true).open(tmp).map_err(io)?;
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
+    out.write_all(&frame::header(MAGIC, VERSION)).map_err(io)?;
+    let (mut payload, mut record, mut records) = (Vec::new(), Vec::new(), 0u64);
+    fill(&mut |e| {
+        payload.clear();
+        record.clear();
+        encode_entry(&mut payload, e);
+        check_record_len(&payload)?;
+        frame::put_record(&mut record, &payload);
+        records += 1;
+        out.write_all(&record).map_err(io)
+    })?;
+    let file = out.into_inner().map_err(|e| io(e.into_error()))?;
     file.sync_all().map_err(io)?;
-    Ok(file)
+    Ok((file, records))
 }
 
 #[cfg(test)]

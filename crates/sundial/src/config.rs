@@ -71,6 +71,12 @@ pub struct ServeArgs {
     #[arg(long, env = "SUNDIAL_MEMTABLE_MIB")]
     pub memtable_mib: Option<usize>,
 
+    /// Memory for decoded segment block indexes (per-block statistics and chunk locations), in MiB:
+    /// only the index groups that reads touch are decoded, and the least recently used are dropped
+    /// beyond this. [default: 64]
+    #[arg(long, env = "SUNDIAL_BLOCK_INDEX_CACHE_MIB")]
+    pub block_index_cache_mib: Option<usize>,
+
     /// How long a write waits for the flush to catch up, once the memtables hold twice
     /// `--memtable-mib` (or too many wait for flush), before it is refused with 503 + `Retry-After`, in
     /// milliseconds. Lower it to shed load sooner (clients retry); raise it to queue writes longer.
@@ -183,6 +189,9 @@ impl ServeArgs {
         }
         if let Some(m) = self.memtable_mib.or(file.memtable_mib) {
             engine.memtable_bytes_max = m.max(1) * 1024 * 1024;
+        }
+        if let Some(m) = self.block_index_cache_mib.or(file.block_index_cache_mib) {
+            engine.block_index_cache_bytes = m * 1024 * 1024;
         }
         if let Some(ms) = self.write_stall_ms.or(file.write_stall_ms) {
             engine.write_stall_timeout = Duration::from_millis(ms);

@@ -32,7 +32,8 @@
 //! interleaves) and the log's mutex (no flush appends meanwhile); it reads the oldest WAL file first,
 //! and WAL files only ever disappear, so the answer errs on the side of keeping.
 //!
-//! Cost: the snapshot is O(series) and is built with writers blocked. The trigger keeps it rare (the log
+//! Cost: the snapshot is O(series) and is built with writers blocked; it is streamed to the new file
+//! entry by entry, so its memory does not grow with the catalog. The trigger keeps it rare (the log
 //! must have doubled over its live size), and background checks never wait for the write lock: a writer
 //! that holds it while stalled for the flush would otherwise wait on the very thread doing the check.
 
@@ -180,11 +181,13 @@ impl Inner {
             next_generation: self.next_generation.load(Ordering::SeqCst),
             next_wal_seq: self.wal.next_seq(),
         };
-        let mut entries = vec![CatalogEntry::Counters(counters)];
-        entries.extend(cat.snapshot_entries(&|db, t| kept.drops.contains(&(db, t))));
-        entries.extend(kept.tombstones.iter().cloned().map(CatalogEntry::Tombstone));
+        let written = state.log.rewrite_with(&mut |put| {
+            put(&CatalogEntry::Counters(counters))?;
+            cat.for_each_snapshot_entry(&|db, t| kept.drops.contains(&(db, t)), &mut |e| put(&e))?;
+            kept.tombstones.iter().try_for_each(|t| put(&CatalogEntry::Tombstone(t.clone())))
+        });
         drop(cat);
-        match state.log.rewrite(&entries) {
+        match written {
             Ok(()) => {}
             Err(RewriteError::Before(e)) => return Err(e),
             Err(RewriteError::AfterRename(e)) => {
