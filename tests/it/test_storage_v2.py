@@ -184,3 +184,21 @@ def test_many_series_read_back_through_a_small_block_index_cache_after_restart(m
     assert sorted(int(x["tags"]["hostname"][5:]) for x in got["series"]) == list(range(7, n, 50))
     c = debug_vars(s)["block_index_cache"]
     assert c["misses"] > 0 and c["bytes"] <= c["capacity"], c
+
+
+def test_series_beyond_max_series_per_database_are_refused_with_the_line_and_the_limit(make_server):
+    s = make_server("--max-series-per-database", "3")
+    assert s.sql("CREATE DATABASE db").status_code == 200
+    body = "\n".join(f"cpu,host=h{i} v={i}i {i}" for i in range(5))
+    r = s.write("db", body)
+    assert r.status_code == 400, r.text
+    j = r.json()
+    assert j["error"].startswith("partial write:") and j["line"] == 4, j
+    assert "series per database" in j["error"] and "--max-series-per-database" in j["error"], j
+    assert j["written"] == 3 and j["rejected"] == 2, j
+    # Existing series keep accepting writes; a refused row left no table behind.
+    assert s.write("db", "cpu,host=h0 v=10i 10").status_code == 204
+    assert s.write("db", "disk,dev=sda v=1i 1").status_code == 400
+    assert debug_vars(s)["series"] == 3
+    assert s.rows("SELECT host, count(*) AS n FROM cpu GROUP BY host ORDER BY host", "db") == [
+        {"host": "h0", "n": 2}, {"host": "h1", "n": 1}, {"host": "h2", "n": 1}]

@@ -390,6 +390,17 @@ impl TableCatalog {
         Ok(Some(set))
     }
 
+    /// True when a series with exactly these tags (by name, any order) exists.
+    fn has_series_named(&self, tags: &[(&str, &str)]) -> bool {
+        let mut set = Vec::with_capacity(tags.len());
+        for (k, v) in tags {
+            let Some(id) = self.column(k).and_then(|c| Some((c.id, self.tag_dict(c.id)?.id_of(v)?))) else { return false };
+            set.push(id);
+        }
+        set.sort_unstable_by_key(|(c, _)| *c);
+        self.find_series(&set).is_some()
+    }
+
     /// Adds series `series` with `tags` (sorted by column id); `Ok` without change if it exists already.
     fn add_series(&mut self, series: SeriesId, tags: &[(ColId, &str)]) -> Result<()> {
         debug_assert!(tags.windows(2).all(|w| w[0].0 < w[1].0), "tags sorted by column, each once");
@@ -449,6 +460,11 @@ impl DbCatalog {
         self.tables.get(&id)
     }
 
+    /// Series in all tables of the database.
+    pub fn series_count(&self) -> u64 {
+        self.tables.values().map(|t| t.series_count() as u64).sum()
+    }
+
     /// Tables sorted by name.
     pub fn tables(&self) -> Vec<&TableCatalog> {
         let mut t: Vec<_> = self.tables.values().collect();
@@ -469,6 +485,9 @@ pub struct Catalog {
     /// catalog.log already holds. Ids are never reused, so a create of a dropped id is ignored.
     dropped_dbs: HashSet<DbId>,
     dropped_tables: HashSet<(DbId, TableId)>,
+    /// Most series a database may hold (0: no limit); checked when a write creates a series, never at
+    /// replay. See [`Catalog::set_series_per_database_max`].
+    series_per_database_max: u64,
 }
 
 impl Catalog {
@@ -485,6 +504,14 @@ impl Catalog {
         let mut d: Vec<_> = self.dbs.values().collect();
         d.sort_by(|a, b| a.name.cmp(&b.name));
         d
+    }
+
+    /// Caps the series of each database (0: no limit), as InfluxDB's `max-series-per-database`: the
+    /// catalog is the one memory that grows with series (≈ 135 bytes each, see `catalog.rs`), so a
+    /// runaway tag (a request id, a timestamp) is refused with a clear error instead of filling memory.
+    /// Series that exist already, also beyond a lowered limit, keep accepting writes.
+    pub fn set_series_per_database_max(&mut self, max: u64) {
+        self.series_per_database_max = max;
     }
 
     pub fn next_db_id(&self) -> DbId {
@@ -761,7 +788,18 @@ impl Resolver {
         entries: &mut Vec<CatalogEntry>,
     ) -> Result<ResolvedRow> {
         validate_name(table)?;
+        let (series_max, db_series) = (cat.series_per_database_max, cat.db_by_id(db).map_or(0, DbCatalog::series_count));
         let existing = cat.db_by_id(db).and_then(|d| d.table(table));
+        if series_max > 0 && db_series >= series_max && !existing.is_some_and(|t| t.has_series_named(tags)) {
+            // Before anything is created: a refused row leaves no table or column behind.
+            return Err(Error::LimitExceeded {
+                what: "series per database",
+                actual: db_series + 1,
+                limit: series_max,
+                fix: "a tag probably holds unbounded values (write it as a field), or raise \
+                      --max-series-per-database (0: no limit)",
+            });
+        }
         // Validate every column before creating anything, so a rejected row leaves no trace in the schema.
         let new_cols = Self::new_columns(existing, table, tags, fields)?;
         let table_id = match existing {
@@ -908,6 +946,31 @@ mod tests {
         eprintln!("catalog: {per_series:.1} heap bytes per series at {n} series");
         assert!(per_series < 150.0, "{per_series:.1} bytes per series");
         assert!(per_series > 60.0, "{per_series:.1} bytes per series: the measure misses the tag sets (6 bytes a tag)");
+    }
+
+    #[test]
+    fn series_beyond_the_database_limit_are_refused_and_existing_ones_still_resolve() {
+        let mut c = cat_with_db();
+        c.set_series_per_database_max(3);
+        let mut entries = Vec::new();
+        let f = [("v", FieldType::Float)];
+        for (table, host) in [("cpu", "a"), ("cpu", "b"), ("mem", "a")] {
+            Resolver::create(&mut c, 0, table, &[("host", host)], &f, &mut entries).unwrap();
+        }
+        let n = entries.len();
+        let err = Resolver::create(&mut c, 0, "disk", &[("dev", "sda")], &f, &mut entries).unwrap_err();
+        assert!(c.db("db").unwrap().table("disk").is_none(), "a refused row creates no table");
+        let err2 = Resolver::create(&mut c, 0, "cpu", &[("host", "c")], &f, &mut entries).unwrap_err();
+        assert_eq!(err.to_string(), err2.to_string());
+        assert!(
+            matches!(err, Error::LimitExceeded { what: "series per database", actual: 4, limit: 3, .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("--max-series-per-database"), "{err}");
+        assert_eq!(entries.len(), n, "a refused series leaves no catalog entry");
+        assert_eq!(Resolver::create(&mut c, 0, "cpu", &[("host", "b")], &f, &mut entries).unwrap().series, 1);
+        c.set_series_per_database_max(0);
+        assert_eq!(Resolver::create(&mut c, 0, "cpu", &[("host", "c")], &f, &mut entries).unwrap().series, 2);
     }
 
     #[test]

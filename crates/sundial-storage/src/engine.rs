@@ -117,6 +117,8 @@ pub struct EngineConfig {
     /// byte per block), so this bounds the memory of block metadata whatever the number of series.
     /// Default [`limits::BLOCK_INDEX_CACHE_BYTES_DEFAULT`] (64 MiB).
     pub block_index_cache_bytes: usize,
+    /// Most series per database (0: no limit); see [`Catalog::set_series_per_database_max`].
+    pub series_per_database_max: u64,
 }
 
 /// Where the engine reads the time (nanoseconds since the Unix epoch).
@@ -167,6 +169,7 @@ impl EngineConfig {
             compaction_throttle_clock: SystemThrottleClock::shared(),
             catalog_log_rewrite_bytes_min: limits::CATALOG_LOG_REWRITE_BYTES_MIN,
             block_index_cache_bytes: limits::BLOCK_INDEX_CACHE_BYTES_DEFAULT,
+            series_per_database_max: 0,
         }
     }
 }
@@ -337,6 +340,7 @@ impl Engine {
         tracing::info!(records = replayed, rows = mem.active.rows, "WAL replayed");
         // The arenas grew by doubling during the replays; give back what they will not use.
         catalog.shrink_to_fit();
+        catalog.set_series_per_database_max(config.series_per_database_max);
         // Sequence numbers must never go below a tombstone's `wal_seq`, or a replay would hide rows
         // written after the delete (the WAL restarts at 1 when it lost every file).
         let max_wal_seq = tombstones.values().flatten().map(|t| t.wal_seq).max().unwrap_or(0);

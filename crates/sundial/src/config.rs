@@ -77,6 +77,13 @@ pub struct ServeArgs {
     #[arg(long, env = "SUNDIAL_BLOCK_INDEX_CACHE_MIB")]
     pub block_index_cache_mib: Option<usize>,
 
+    /// Most series a database may hold, as InfluxDB's `max-series-per-database`: a write that would
+    /// create one more is refused (400, naming the line and the limit); existing series keep accepting
+    /// writes. Each series costs ≈ 135 bytes of memory for the whole life of the process. `0`: no
+    /// limit. [default: 0]
+    #[arg(long, env = "SUNDIAL_MAX_SERIES_PER_DATABASE")]
+    pub max_series_per_database: Option<u64>,
+
     /// How long a write waits for the flush to catch up, once the memtables hold twice
     /// `--memtable-mib` (or too many wait for flush), before it is refused with 503 + `Retry-After`, in
     /// milliseconds. Lower it to shed load sooner (clients retry); raise it to queue writes longer.
@@ -192,6 +199,9 @@ impl ServeArgs {
         }
         if let Some(m) = self.block_index_cache_mib.or(file.block_index_cache_mib) {
             engine.block_index_cache_bytes = m * 1024 * 1024;
+        }
+        if let Some(n) = self.max_series_per_database.or(file.max_series_per_database) {
+            engine.series_per_database_max = n;
         }
         if let Some(ms) = self.write_stall_ms.or(file.write_stall_ms) {
             engine.write_stall_timeout = Duration::from_millis(ms);
