@@ -7,12 +7,12 @@
 //! block resident with ten columns, i.e. per series at one block per series: at 10 M series that alone
 //! was 10 GB. With this cache the resident cost is the capacity, whatever the number of series.
 //!
-//! Eviction is CLOCK (second chance): a hit only sets a flag, so the lock is held for a map lookup, and
-//! a group read again since the hand last passed survives one more turn, while groups read once (a
-//! compaction's or a full scan's) go first. Entries are shared (`Arc`), so an evicted group stays alive
-//! for the readers still holding it; the capacity bounds what the cache itself keeps.
+//! Eviction is CLOCK (second chance), kept as a queue: a hit only sets a flag, so the lock is held for a
+//! map lookup; a group read again since it last reached the head of the queue goes round once more,
+//! while groups read once (a compaction's or a full scan's) go first. Entries are shared (`Arc`), so an
+//! evicted group stays alive for the readers still holding it; the capacity bounds what the cache keeps.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -40,32 +40,22 @@ pub struct BlockIndexCacheStats {
 }
 
 struct Slot {
-    key: GroupKey,
     blocks: Arc<[BlockMeta]>,
     bytes: usize,
-    /// Read since the clock hand last passed: spared once.
+    /// Read since it last passed the head of the queue: spared once.
     referenced: bool,
 }
 
+/// CLOCK kept as a queue: eviction looks at the head; a referenced group loses its flag and goes to the
+/// back, an unreferenced one is dropped; a new group enters at the back, so it is looked at last. (A
+/// slot array with `swap_remove` would move the newest group under the hand, making it the next victim:
+/// two interleaved scans then evicted each other's groups before their second read.)
 #[derive(Default)]
 struct State {
-    map: HashMap<GroupKey, usize, foldhash::fast::RandomState>,
-    slots: Vec<Slot>,
-    hand: usize,
+    map: HashMap<GroupKey, Slot, foldhash::fast::RandomState>,
+    /// Keys in eviction order; may hold keys already gone from `map` (forgotten segments), skipped.
+    queue: VecDeque<GroupKey>,
     bytes: usize,
-}
-
-impl State {
-    /// Removes slot `i` (the last slot moves into its place).
-    fn remove(&mut self, i: usize) -> Slot {
-        let slot = self.slots.swap_remove(i);
-        self.map.remove(&slot.key);
-        if let Some(moved) = self.slots.get(i) {
-            self.map.insert(moved.key, i);
-        }
-        self.bytes -= slot.bytes;
-        slot
-    }
 }
 
 /// Decoded footer groups of every open segment, at most `capacity` (estimated) bytes. Thread-safe;
@@ -124,7 +114,7 @@ impl BlockIndexCache {
         BlockIndexCacheStats {
             bytes: s.bytes,
             capacity: self.capacity,
-            entries: s.slots.len(),
+            entries: s.map.len(),
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
@@ -137,8 +127,7 @@ impl BlockIndexCache {
     pub fn get_or_load(&self, key: GroupKey, bytes: usize, load: impl FnOnce() -> Result<Arc<[BlockMeta]>>) -> Result<Arc<[BlockMeta]>> {
         {
             let mut s = self.state.lock();
-            if let Some(&i) = s.map.get(&key) {
-                let slot = &mut s.slots[i];
+            if let Some(slot) = s.map.get_mut(&key) {
                 slot.referenced = true;
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(Arc::clone(&slot.blocks));
@@ -154,28 +143,36 @@ impl BlockIndexCache {
 
     fn insert(&self, key: GroupKey, blocks: Arc<[BlockMeta]>, bytes: usize) {
         let mut s = self.state.lock();
-        if let Some(i) = s.map.get(&key).copied() {
-            s.remove(i);
+        if let Some(old) = s.map.remove(&key) {
+            s.bytes -= old.bytes; // its queue entry stays and now stands for the new slot
+        } else {
+            s.queue.push_back(key);
         }
         let mut evicted = 0;
-        while s.bytes + bytes > self.capacity && !s.slots.is_empty() {
-            if s.hand >= s.slots.len() {
-                s.hand = 0;
+        while s.bytes + bytes > self.capacity {
+            let Some(k) = s.queue.pop_front() else { break };
+            if k == key {
+                s.queue.push_back(k);
+                if s.queue.len() == 1 {
+                    break;
+                }
+                continue;
             }
-            let hand = s.hand;
-            if s.slots[hand].referenced {
-                s.slots[hand].referenced = false;
-                s.hand += 1;
-            } else {
-                // The last slot moves under the hand, which therefore stays put.
-                s.remove(hand);
-                evicted += 1;
+            match s.map.get_mut(&k) {
+                None => {} // forgotten
+                Some(slot) if slot.referenced => {
+                    slot.referenced = false;
+                    s.queue.push_back(k);
+                }
+                Some(_) => {
+                    let slot = s.map.remove(&k).expect("present");
+                    s.bytes -= slot.bytes;
+                    evicted += 1;
+                }
             }
         }
         s.bytes += bytes;
-        let i = s.slots.len();
-        s.slots.push(Slot { key, blocks, bytes, referenced: false });
-        s.map.insert(key, i);
+        s.map.insert(key, Slot { blocks, bytes, referenced: false });
         drop(s);
         self.evictions.fetch_add(evicted, Ordering::Relaxed);
     }
@@ -183,28 +180,22 @@ impl BlockIndexCache {
     /// Drops every group of segment `segment_no` (closed: its groups can never be asked for again).
     pub fn forget_segment(&self, segment_no: u64, n_groups: u32) {
         let mut s = self.state.lock();
-        if s.slots.is_empty() {
+        if s.map.is_empty() {
+            s.queue.clear();
             return;
         }
-        if (n_groups as usize) <= s.slots.len() {
-            for g in 0..n_groups {
-                if let Some(i) = s.map.get(&(segment_no, g)).copied() {
-                    s.remove(i);
-                }
+        for g in 0..n_groups {
+            if let Some(slot) = s.map.remove(&(segment_no, g)) {
+                s.bytes -= slot.bytes;
             }
-        } else {
-            let mut i = 0;
-            while i < s.slots.len() {
-                if s.slots[i].key.0 == segment_no {
-                    s.remove(i);
-                } else {
-                    i += 1;
-                }
-            }
+        }
+        // Keep the queue's stale keys bounded by the live ones.
+        if s.queue.len() > 2 * s.map.len() + 64 {
+            let State { map, queue, .. } = &mut *s;
+            queue.retain(|k| map.contains_key(k));
         }
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,6 +238,24 @@ mod tests {
         assert!(c.stats().bytes <= 300);
         c.forget_segment(1, 10);
         assert_eq!((c.stats().bytes, c.stats().entries), (0, 0));
+    }
+
+    /// Two scans walking their own segments side by side, each reading a group several times in a row
+    /// (consecutive series share a group): every group is decoded once, though the cache holds only a
+    /// few.
+    #[test]
+    fn interleaved_scans_decode_each_group_once() {
+        let c = BlockIndexCache::new(400);
+        for g in 0..100 {
+            for _ in 0..3 {
+                for seg in [1, 2] {
+                    c.get_or_load((seg, g), 100, || Ok(group(1))).unwrap();
+                }
+            }
+        }
+        let s = c.stats();
+        assert_eq!((s.misses, s.hits), (200, 400), "{s:?}");
+        assert!(s.bytes <= 400 && s.entries == 4, "{s:?}");
     }
 
     #[test]
