@@ -256,6 +256,22 @@ mod tests {
         let s = c.stats();
         assert_eq!((s.misses, s.hits), (200, 400), "{s:?}");
         assert!(s.bytes <= 400 && s.entries == 4, "{s:?}");
+        // The same at scale, in passes: the cache full of groups read many times (all referenced).
+        let c = BlockIndexCache::new(555 * 100);
+        let mut before = 0;
+        for pass in 1..=3 {
+            for g in 0..1563 {
+                for _ in 0..64 {
+                    for seg in [1, 2] {
+                        c.get_or_load((seg, g), 100, || Ok(group(1))).unwrap();
+                    }
+                }
+            }
+            let misses = c.stats().misses - before;
+            before += misses;
+            // Each wrap of the queue costs a few groups read once more (they reach the head unflagged).
+            assert!((2 * 1563..2 * 1563 + 40).contains(&misses), "pass {pass}: {misses} misses, {:?}", c.stats());
+        }
     }
 
     #[test]
