@@ -384,7 +384,9 @@ fn writes_are_refused_at_twice_the_memtable_budget_and_resume_after_flush() {
     assert!(matches!(err, Error::Overloaded { .. }), "{err}");
     assert!(err.to_string().contains("40000-byte limit"), "{err}");
     let (_, bytes) = e.memtable_usage();
-    assert!((40_000..40_100).contains(&bytes), "memtables hold {bytes} bytes at refusal");
+    // Buffers are counted as they grow (by doubling), so the write that crossed the limit may have
+    // added as much again as its series' buffer held: refused at the limit, not unboundedly past it.
+    assert!((40_000..60_000).contains(&bytes), "memtables hold {bytes} bytes at refusal");
     e.pause_flushes(false);
     e.flush().unwrap();
     e.write("db", &[point("a", -1, -1)]).unwrap();

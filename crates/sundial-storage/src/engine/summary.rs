@@ -110,8 +110,8 @@ impl Engine {
                     spans.push((part.ts[start], part.ts[end - 1]));
                     acc.rows += (end - start) as u64;
                     for ((col, _), c) in cols.iter().zip(&mut acc.cols) {
-                        if let Some((_, column)) = part.cols.iter().find(|(id, _)| id == col) {
-                            c.add_rows(&column.values, &column.validity[start..end], start);
+                        if let Some(column) = part.column_range(*col, start..end) {
+                            c.add_rows(&column.values, &column.validity, 0);
                         }
                     }
                 }
