@@ -55,7 +55,7 @@ async fn debug_vars(State(state): State<Arc<AppState>>) -> Response {
     let (memtable_rows, memtable_bytes) = state.engine.memtable_usage();
     let (series, catalog_series_bytes) = {
         let cat = state.engine.catalog();
-        let series: usize = cat.dbs().iter().flat_map(|d| d.tables()).map(|t| t.series_count()).sum();
+        let series: u64 = cat.dbs().iter().map(|d| d.series_count()).sum();
         (series, cat.series_heap_bytes())
     };
     let c = state.engine.block_index_cache_stats();

@@ -86,6 +86,13 @@ impl Counters {
 // `hashbrown::HashTable`s of bare ids that hash and compare through the arenas (≈ 5–10 bytes a slot,
 // where a map from owned keys would store the key a second time).
 
+/// Where item `i` lies in an arena of items stored back to back, given each item's end offset: it
+/// starts where item `i − 1` ended.
+fn arena_span(ends: &[u32], i: u32) -> std::ops::Range<usize> {
+    let start = if i == 0 { 0 } else { ends[i as usize - 1] as usize };
+    start..ends[i as usize] as usize
+}
+
 /// Interned values of one tag column and, for each value, the series that carry it (ascending ids).
 #[derive(Default)]
 pub struct TagDict {
@@ -133,9 +140,7 @@ impl TagDict {
     }
 
     fn text(&self, id: u32) -> &str {
-        let end = self.ends[id as usize] as usize;
-        let start = if id == 0 { 0 } else { self.ends[id as usize - 1] as usize };
-        &self.bytes[start..end]
+        &self.bytes[arena_span(&self.ends, id)]
     }
 
     /// Series carrying value `id`, ascending.
@@ -177,21 +182,13 @@ impl TagDict {
         self.ends.push(end);
         self.first.push(series);
         let (bytes, ends, hasher) = (&self.bytes, &self.ends, &self.hasher);
-        let text = |i: u32| {
-            let start = if i == 0 { 0 } else { ends[i as usize - 1] as usize };
-            &bytes[start..ends[i as usize] as usize]
-        };
-        self.index.insert_unique(hasher.hash_one(v), id, |i| hasher.hash_one(text(*i)));
+        self.index.insert_unique(hasher.hash_one(v), id, |i| hasher.hash_one(&bytes[arena_span(ends, *i)]));
         Ok(id)
     }
 
     fn shrink_to_fit(&mut self) {
         let (bytes, ends, hasher) = (&self.bytes, &self.ends, &self.hasher);
-        let text = |i: u32| {
-            let start = if i == 0 { 0 } else { ends[i as usize - 1] as usize };
-            &bytes[start..ends[i as usize] as usize]
-        };
-        self.index.shrink_to_fit(|i| hasher.hash_one(text(*i)));
+        self.index.shrink_to_fit(|i| hasher.hash_one(&bytes[arena_span(ends, *i)]));
         self.bytes.shrink_to_fit();
         self.ends.shrink_to_fit();
         self.first.shrink_to_fit();
@@ -269,9 +266,8 @@ fn hash_tagset(hasher: &foldhash::fast::RandomState, tags: impl Iterator<Item = 
 }
 
 fn tagset_at<'a>(cols: &'a [ColId], vals: &'a [u32], ends: &[u32], s: SeriesId) -> TagSetRef<'a> {
-    let end = ends[s as usize] as usize;
-    let start = if s == 0 { 0 } else { ends[s as usize - 1] as usize };
-    TagSetRef { cols: &cols[start..end], vals: &vals[start..end] }
+    let span = arena_span(ends, s);
+    TagSetRef { cols: &cols[span.clone()], vals: &vals[span] }
 }
 
 impl TableCatalog {
@@ -392,13 +388,11 @@ impl TableCatalog {
 
     /// True when a series with exactly these tags (by name, any order) exists.
     fn has_series_named(&self, tags: &[(&str, &str)]) -> bool {
-        let mut set = Vec::with_capacity(tags.len());
-        for (k, v) in tags {
-            let Some(id) = self.column(k).and_then(|c| Some((c.id, self.tag_dict(c.id)?.id_of(v)?))) else { return false };
-            set.push(id);
-        }
-        set.sort_unstable_by_key(|(c, _)| *c);
-        self.find_series(&set).is_some()
+        let Some(mut by_col) = tags.iter().map(|(k, v)| Some((self.column(k)?.id, *v))).collect::<Option<Vec<_>>>() else {
+            return false;
+        };
+        by_col.sort_unstable_by_key(|(c, _)| *c);
+        matches!(self.lookup_tags(&by_col), Ok(Some(set)) if self.find_series(&set).is_some())
     }
 
     /// Adds series `series` with `tags` (sorted by column id); `Ok` without change if it exists already.

@@ -150,14 +150,16 @@ impl RowBuf {
             Value::Integer(x) => *x as u64,
             Value::UInteger(x) => *x,
             Value::Boolean(x) => u64::from(*x),
-            Value::String(s) => {
-                let e = self.extra.get_or_insert_with(Box::default);
-                let s = s.clone();
-                e.string_bytes += if s.capacity() == 0 { 0 } else { s.capacity() + ALLOC_BYTES };
-                e.strings.push(s);
-                (e.strings.len() - 1) as u64
-            }
+            Value::String(s) => self.push_string(s.clone()),
         }
+    }
+
+    /// Stores `s` in [`Extra::strings`]; returns its slot value (its index).
+    fn push_string(&mut self, s: String) -> u64 {
+        let e = self.extra.get_or_insert_with(Box::default);
+        e.string_bytes += if s.capacity() == 0 { 0 } else { s.capacity() + ALLOC_BYTES };
+        e.strings.push(s);
+        (e.strings.len() - 1) as u64
     }
 
     /// Adds column `col` after the existing ones: every row so far gets a null slot for it (the rows
@@ -233,7 +235,7 @@ impl RowBuf {
                 Some(i) => {
                     let x = src.slots[i * w + k];
                     let x = if src.schema[k].1 == FieldType::String {
-                        self.encode(&Value::String(src.strings()[x as usize].clone()))
+                        self.push_string(src.strings()[x as usize].clone())
                     } else {
                         x
                     };
