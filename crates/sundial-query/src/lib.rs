@@ -98,11 +98,14 @@ pub struct QueryEngine {
     engine: Arc<Engine>,
     /// Retention (ns) of databases created without one; 0 keeps data forever.
     default_retention_ns: i64,
+    /// InfluxQL aggregates of the common shape are answered from storage directly (see
+    /// `influx::select::native`); off, every statement goes through DataFusion.
+    influxql_native: bool,
 }
 
 impl QueryEngine {
     pub fn new(engine: Arc<Engine>) -> Self {
-        QueryEngine { engine, default_retention_ns: 0 }
+        QueryEngine { engine, default_retention_ns: 0, influxql_native: true }
     }
 
     /// Sets the retention given to databases created without one (`CREATE DATABASE` in SQL, InfluxQL
@@ -110,6 +113,17 @@ impl QueryEngine {
     pub fn with_default_retention(mut self, retention_ns: i64) -> Self {
         self.default_retention_ns = retention_ns;
         self
+    }
+
+    /// Whether InfluxQL aggregates of the common shape skip DataFusion (default: yes). Off is for
+    /// differential tests and for comparing the two paths.
+    pub fn with_influxql_native(mut self, on: bool) -> Self {
+        self.influxql_native = on;
+        self
+    }
+
+    pub fn influxql_native(&self) -> bool {
+        self.influxql_native
     }
 
     pub fn default_retention_ns(&self) -> i64 {

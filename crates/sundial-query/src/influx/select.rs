@@ -25,6 +25,8 @@ use super::{BUCKETS_PER_SERIES_MAX, RESULT_ROWS_MAX, Series, StatementResult, TO
 use crate::QueryEngine;
 use crate::influxql::{Dimension, Expr, Fill, MeasurementName, SelectStatement, Source, TimeOffset, WildcardType};
 
+mod native;
+
 pub async fn run(qe: &QueryEngine, db: Option<&str>, s: &SelectStatement, now_ns: i64) -> Result<StatementResult, String> {
     if s.into.is_some() {
         return Err("SELECT ... INTO is not supported".into());
@@ -496,7 +498,24 @@ impl Ctx<'_> {
         if !group_by.is_empty() {
             sql.push_str(&format!(" GROUP BY {}", group_by.join(", ")));
         }
-        let rows = self.query(&sql).await?;
+        let shape = native::Shape {
+            db: self.db,
+            table: self.table,
+            info: self.info,
+            condition: self.s.condition.as_ref(),
+            range: self.range,
+            bucket: self.bucket,
+            present_tags: &present_tags,
+            group_tags: &self.group_tags,
+            fields_used: &fields_used,
+            calls: &calls,
+            with_time: single_selector,
+        };
+        let native = if self.qe.influxql_native() { native::plan(self.qe.storage(), &shape) } else { None };
+        let rows = match native {
+            Some(plan) => native::run(self.qe.storage().clone(), plan).await?,
+            None => self.query(&sql).await?,
+        };
 
         // group key → bucket (or 0) → (output cells, selected point's time)
         type Buckets = BTreeMap<i64, (Vec<Cell>, Option<i64>)>;
