@@ -1,9 +1,11 @@
 //! InfluxQL execution: statements parsed by [`crate::influxql`] run against Sundial's tables and answer
 //! in InfluxDB 1.x's result model (statements → series → rows).
 //!
-//! One engine, not two: a `SELECT` is translated, per measurement, into SQL over the very DataFusion tables
-//! the SQL endpoint serves (see [`select`]), so time-range and tag pushdown, block statistics and every
-//! future fast path of the scan serve InfluxQL too. What InfluxQL means beyond relational algebra is done
+//! A `SELECT` is translated, per measurement, into SQL over the very DataFusion tables the SQL endpoint
+//! serves (see [`select`]), so time-range and tag pushdown and block statistics serve InfluxQL too. The
+//! common shapes (aggregates of numeric fields and raw reads under tag conditions) skip DataFusion and
+//! are folded from storage (`select::native`): they return the rows that SQL would, checked by a
+//! differential test, so the shaping below is one code path. What InfluxQL means beyond relational algebra is done
 //! here on the (small, already aggregated) result: splitting rows into series, bucket alignment and
 //! `fill()`, per-series `LIMIT`/`OFFSET`, `SLIMIT`, InfluxDB's column naming and arithmetic rules.
 //!

@@ -351,12 +351,29 @@ impl Ctx<'_> {
         let mut select = vec!["CAST(\"time\" AS BIGINT)".to_string()];
         select.extend(tags.iter().map(|t| format!("CAST({} AS VARCHAR)", ident(t))));
         select.extend(field_cols.iter().map(|f| ident(f)));
-        let from = match self.tail_rows(&field_cols) {
-            Some(n) => format!("last_rows({}, {n})", cond::string(self.table)),
-            None => ident(self.table),
+        let tail = self.tail_rows(&field_cols);
+        let shape = native::RawShape {
+            db: self.db,
+            table: self.table,
+            info: self.info,
+            condition: self.s.condition.as_ref(),
+            range: self.range,
+            tags: &tags,
+            fields: &field_cols,
+            tail,
         };
-        let sql = format!("SELECT {} FROM {from}{}", select.join(", "), self.where_sql(&field_cols));
-        let rows = self.query(&sql).await?;
+        let native = if self.qe.influxql_native() { native::plan_raw(self.qe.storage(), &shape) } else { None };
+        let rows = match native {
+            Some(plan) => native::run_raw(self.qe.storage().clone(), plan).await?,
+            None => {
+                let from = match tail {
+                    Some(n) => format!("last_rows({}, {n})", cond::string(self.table)),
+                    None => ident(self.table),
+                };
+                let sql = format!("SELECT {} FROM {from}{}", select.join(", "), self.where_sql(&field_cols));
+                self.query(&sql).await?
+            }
+        };
 
         let mut groups: BTreeMap<Vec<String>, Vec<RawRow>> = BTreeMap::new();
         for row in rows {
