@@ -280,7 +280,7 @@ struct Ctx<'a> {
 }
 
 /// Rows of one series while it is being built: (time, series key for tie order, cells).
-type RawRow = (i64, String, Vec<Cell>);
+type RawRow = (i64, std::sync::Arc<str>, Vec<Cell>);
 
 impl Ctx<'_> {
     /// Runs `sql` on the database and returns its rows as cells.
@@ -375,38 +375,79 @@ impl Ctx<'_> {
             }
         };
 
+        // Where each output column comes from: a plain tag or field reference is its row cell (moved out
+        // when no other column needs it), anything else is evaluated.
+        let n_tags = tags.len();
+        let direct: Vec<Option<usize>> = self
+            .fields
+            .iter()
+            .map(|f| match &f.expr {
+                Expr::VarRef { name, data_type } => match self.info.kind(name, *data_type) {
+                    ColKind::Tag => tags.iter().position(|t| *t == name).map(|i| 1 + i),
+                    ColKind::Field(_) => field_cols.iter().position(|c| *c == name).map(|i| 1 + n_tags + i),
+                    ColKind::Unknown => None,
+                },
+                _ => None,
+            })
+            .collect();
+        let movable = direct.iter().all(Option::is_some) && {
+            let mut seen: Vec<usize> = direct.iter().flatten().copied().collect();
+            seen.sort_unstable();
+            seen.windows(2).all(|w| w[0] != w[1])
+        };
+        let group_at: Vec<Option<usize>> =
+            self.group_tags.iter().map(|g| tags.iter().position(|t| t.as_str() == g).map(|i| 1 + i)).collect();
         let mut groups: BTreeMap<Vec<String>, Vec<RawRow>> = BTreeMap::new();
-        for row in rows {
+        // Rows arrive series by series: the series and group keys are rebuilt only when the tags change.
+        let mut current: Option<(Vec<Cell>, std::sync::Arc<str>, Vec<String>)> = None;
+        for mut row in rows {
             let Cell::Integer(t) = row[0] else { continue };
-            let tag_value = |name: &str| -> Cell {
-                tags.iter().position(|t| t.as_str() == name).map_or(Cell::Null, |i| row[1 + i].clone())
+            let tag_cells = &row[1..1 + n_tags];
+            if current.as_ref().is_none_or(|(seen, _, _)| seen.as_slice() != tag_cells) {
+                let mut series_key = String::new();
+                for (i, t) in tags.iter().enumerate() {
+                    if let Cell::String(v) = &row[1 + i] {
+                        series_key.push_str(t);
+                        series_key.push('=');
+                        series_key.push_str(v);
+                        series_key.push(',');
+                    }
+                }
+                let key: Vec<String> = group_at
+                    .iter()
+                    .map(|i| match i.map(|i| &row[i]) {
+                        Some(Cell::String(v)) => v.clone(),
+                        _ => String::new(),
+                    })
+                    .collect();
+                current = Some((tag_cells.to_vec(), std::sync::Arc::from(series_key), key));
+            }
+            let Some((_, series_key, key)) = current.as_ref() else { continue };
+            let cells: Vec<Cell> = if movable {
+                direct.iter().flatten().map(|i| std::mem::replace(&mut row[*i], Cell::Null)).collect()
+            } else {
+                let tag_value = |name: &str| -> Cell {
+                    tags.iter().position(|t| t.as_str() == name).map_or(Cell::Null, |i| row[1 + i].clone())
+                };
+                let field_value = |name: &str| -> Cell {
+                    field_cols.iter().position(|f| *f == name).map_or(Cell::Null, |i| row[1 + n_tags + i].clone())
+                };
+                self.fields
+                    .iter()
+                    .zip(&direct)
+                    .map(|(f, d)| match d {
+                        Some(i) => row[*i].clone(),
+                        None => eval_raw(&f.expr, self.info, &tag_value, &field_value),
+                    })
+                    .collect()
             };
-            let field_value = |name: &str| -> Cell {
-                field_cols.iter().position(|f| *f == name).map_or(Cell::Null, |i| row[1 + tags.len() + i].clone())
-            };
-            let key: Vec<String> = self
-                .group_tags
-                .iter()
-                .map(|g| match tag_value(g) {
-                    Cell::String(v) => v,
-                    _ => String::new(),
-                })
-                .collect();
-            let mut series_key = String::new();
-            for (i, t) in tags.iter().enumerate() {
-                if let Cell::String(v) = &row[1 + i] {
-                    series_key.push_str(t);
-                    series_key.push('=');
-                    series_key.push_str(v);
-                    series_key.push(',');
+            let entry = (t, series_key.clone(), cells);
+            match groups.get_mut(key) {
+                Some(rows) => rows.push(entry),
+                None => {
+                    groups.insert(key.clone(), vec![entry]);
                 }
             }
-            let cells: Vec<Cell> = self
-                .fields
-                .iter()
-                .map(|f| eval_raw(&f.expr, self.info, &tag_value, &field_value))
-                .collect();
-            groups.entry(key).or_default().push((t, series_key, cells));
         }
         let columns = self.columns();
         let mut out = Vec::with_capacity(groups.len());
