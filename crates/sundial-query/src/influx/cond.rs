@@ -200,7 +200,8 @@ fn comparison(op: BinaryOp, lhs: &Expr, rhs: &Expr, info: &TableInfo) -> Result<
     Ok(format!("{} {sql_op} {}", value(lhs, info)?, value(rhs, info)?))
 }
 
-fn flip(op: BinaryOp) -> BinaryOp {
+/// The operator with its operands swapped (`a < b` is `b > a`).
+pub fn flip(op: BinaryOp) -> BinaryOp {
     match op {
         BinaryOp::Lt => BinaryOp::Gt,
         BinaryOp::LtEq => BinaryOp::GtEq,

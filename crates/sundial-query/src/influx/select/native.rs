@@ -28,7 +28,7 @@ use sundial_storage::types::{ColumnValues, FieldType};
 use super::{Call, Func, compile};
 use crate::influx::RESULT_ROWS_MAX;
 use crate::influx::cell::Cell;
-use crate::influx::cond::{ColKind, TableInfo, TimeRange};
+use crate::influx::cond::{ColKind, TableInfo, TimeRange, flip};
 use crate::influxql::{BinaryOp, Expr};
 
 /// Below this many series a statement runs on the calling task; from it, the series are split over
@@ -105,16 +105,7 @@ pub(super) fn plan(engine: &Engine, shape: &Shape) -> Option<Plan> {
     let cat = engine.catalog();
     let d = cat.db(shape.db)?;
     let t = d.table(shape.table)?;
-    let pred = match shape.condition {
-        Some(e) => split(e, shape.info, t)?,
-        None => Pred::Const(true),
-    };
-    let mut fields = Vec::with_capacity(shape.fields_used.len());
-    for f in shape.fields_used {
-        let c = t.column(f)?;
-        let ColumnKind::Field(ty) = c.kind else { return None };
-        fields.push((c.id, ty));
-    }
+    let (series, fields) = resolve(t, shape.info, shape.condition, shape.fields_used)?;
     let mut need = vec![Need::default(); fields.len()];
     let mut calls = Vec::with_capacity(shape.calls.len());
     for c in shape.calls {
@@ -140,9 +131,6 @@ pub(super) fn plan(engine: &Engine, shape: &Shape) -> Option<Plan> {
         .filter(|n| !shape.group_tags.contains(n))
         .map(|n| t.column(n).map(|c| c.id))
         .collect::<Option<_>>()?;
-    let series: Vec<SeriesId> =
-        candidates(&pred, t).into_iter().filter(|s| pred.eval(&|c| t.series_tag_value(*s, c))).collect();
-
     let global = group_cols.is_empty() && shape.bucket.is_none();
     let mut index: HashMap<Vec<Option<&str>>, u32> = HashMap::new();
     let mut groups: Vec<Vec<Cell>> = Vec::new();
@@ -187,6 +175,35 @@ pub(super) fn plan(engine: &Engine, shape: &Shape) -> Option<Plan> {
         rank,
         groups,
     })
+}
+
+/// Field columns to read, with their types.
+type FieldCols = Vec<(ColId, FieldType)>;
+
+/// What both plans need from the table: the series the condition selects (ascending) and the named
+/// fields' ids and types; `None` when the condition involves a field.
+fn resolve(
+    t: &TableCatalog,
+    info: &TableInfo,
+    condition: Option<&Expr>,
+    fields: &[&str],
+) -> Option<(Vec<SeriesId>, FieldCols)> {
+    let pred = match condition {
+        Some(e) => split(e, info, t)?,
+        None => Pred::Const(true),
+    };
+    let fields = fields
+        .iter()
+        .map(|f| {
+            let c = t.column(f)?;
+            match c.kind {
+                ColumnKind::Field(ty) => Some((c.id, ty)),
+                ColumnKind::Tag => None,
+            }
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let series = candidates(&pred, t).into_iter().filter(|s| pred.eval(&|c| t.series_tag_value(*s, c))).collect();
+    Some((series, fields))
 }
 
 /// SQL's `ORDER BY a ASC, b ASC` on strings: a missing value sorts after every value.
@@ -329,16 +346,6 @@ fn predicate(e: &Expr, info: &TableInfo, t: &TableCatalog) -> Option<Pred> {
         }
         Expr::BooleanLit(b) => Some(Pred::Const(*b)),
         _ => None,
-    }
-}
-
-fn flip(op: BinaryOp) -> BinaryOp {
-    match op {
-        BinaryOp::Lt => BinaryOp::Gt,
-        BinaryOp::LtEq => BinaryOp::GtEq,
-        BinaryOp::Gt => BinaryOp::Lt,
-        BinaryOp::GtEq => BinaryOp::LtEq,
-        other => other,
     }
 }
 
@@ -704,31 +711,39 @@ fn fold(engine: &Engine, plan: &Plan, range: std::ops::Range<usize>) -> Result<F
     Ok(out)
 }
 
+/// Runs `work` over the series `0..n`: on the calling task when there are few, else split over
+/// [`TASKS`] blocking tasks. The parts, in series order.
+async fn in_parts<P: Send + Sync + 'static, T: Send + 'static>(
+    engine: Arc<Engine>,
+    plan: Arc<P>,
+    n: usize,
+    work: fn(&Engine, &P, std::ops::Range<usize>) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    if n < PARALLEL_MIN_SERIES {
+        return Ok(vec![work(&engine, &plan, 0..n)?]);
+    }
+    let tasks: Vec<_> = (0..TASKS)
+        .map(|i| {
+            let (engine, plan) = (engine.clone(), plan.clone());
+            tokio::task::spawn_blocking(move || work(&engine, &plan, i * n / TASKS..(i + 1) * n / TASKS))
+        })
+        .collect();
+    let mut parts = Vec::with_capacity(TASKS);
+    for t in tasks {
+        parts.push(t.await.map_err(|e| format!("a read task of the statement failed: {e}"))??);
+    }
+    Ok(parts)
+}
+
 /// Runs the plan: the rows the SQL of `Ctx::aggregate` would return.
 pub(super) async fn run(engine: Arc<Engine>, plan: Plan) -> Result<Vec<Vec<Cell>>, String> {
-    let n = plan.series.len();
-    let folded = if n < PARALLEL_MIN_SERIES {
-        fold(&engine, &plan, 0..n)?
-    } else {
-        let plan = Arc::new(plan);
-        let tasks: Vec<_> = (0..TASKS)
-            .map(|i| {
-                let (engine, plan) = (engine.clone(), plan.clone());
-                tokio::task::spawn_blocking(move || fold(&engine, &plan, i * n / TASKS..(i + 1) * n / TASKS))
-            })
-            .collect();
-        let mut total: Option<Folded> = None;
-        for t in tasks {
-            let part = t.await.map_err(|e| format!("aggregation task failed: {e}"))??;
-            match &mut total {
-                None => total = Some(part),
-                Some(acc) => acc.merge(part),
-            }
-        }
-        let folded = total.expect("at least one task");
-        return rows(&plan, folded);
-    };
-    rows(&plan, folded)
+    let plan = Arc::new(plan);
+    let mut parts = in_parts(engine, plan.clone(), plan.series.len(), fold).await?.into_iter();
+    let mut total = parts.next().expect("at least one part");
+    for part in parts {
+        total.merge(part);
+    }
+    rows(&plan, total)
 }
 
 fn rows(plan: &Plan, folded: Folded) -> Result<Vec<Vec<Cell>>, String> {
@@ -788,19 +803,8 @@ pub(super) struct RawPlan {
 pub(super) fn plan_raw(engine: &Engine, shape: &RawShape) -> Option<RawPlan> {
     let cat = engine.catalog();
     let t = cat.db(shape.db)?.table(shape.table)?;
-    let pred = match shape.condition {
-        Some(e) => split(e, shape.info, t)?,
-        None => Pred::Const(true),
-    };
-    let mut fields = Vec::with_capacity(shape.fields.len());
-    for f in shape.fields {
-        let c = t.column(f)?;
-        let ColumnKind::Field(ty) = c.kind else { return None };
-        fields.push((c.id, ty));
-    }
+    let (series, fields) = resolve(t, shape.info, shape.condition, shape.fields)?;
     let tag_cols: Vec<ColId> = shape.tags.iter().map(|n| t.column(n).map(|c| c.id)).collect::<Option<_>>()?;
-    let series: Vec<SeriesId> =
-        candidates(&pred, t).into_iter().filter(|s| pred.eval(&|c| t.series_tag_value(*s, c))).collect();
     let tags = series
         .iter()
         .map(|s| tag_cols.iter().map(|c| t.series_tag_value(*s, *c).map_or(Cell::Null, |v| Cell::String(v.to_string()))).collect())
@@ -871,19 +875,9 @@ fn column_cell(c: &sundial_storage::types::Column, r: usize) -> Cell {
 
 pub(super) async fn run_raw(engine: Arc<Engine>, plan: RawPlan) -> Result<Vec<Vec<Cell>>, String> {
     let n = plan.series.len();
-    if n < PARALLEL_MIN_SERIES {
-        return raw_rows(&engine, &plan, 0..n);
-    }
-    let plan = Arc::new(plan);
-    let tasks: Vec<_> = (0..TASKS)
-        .map(|i| {
-            let (engine, plan) = (engine.clone(), plan.clone());
-            tokio::task::spawn_blocking(move || raw_rows(&engine, &plan, i * n / TASKS..(i + 1) * n / TASKS))
-        })
-        .collect();
     let mut out = Vec::new();
-    for t in tasks {
-        out.extend(t.await.map_err(|e| format!("read task failed: {e}"))??);
+    for part in in_parts(engine, Arc::new(plan), n, raw_rows).await? {
+        out.extend(part);
         if out.len() > RESULT_ROWS_MAX {
             return Err(format!("the query selects more than {RESULT_ROWS_MAX} rows: narrow the time range or add LIMIT"));
         }
