@@ -98,8 +98,8 @@ pub struct QueryEngine {
     engine: Arc<Engine>,
     /// Retention (ns) of databases created without one; 0 keeps data forever.
     default_retention_ns: i64,
-    /// InfluxQL aggregates of the common shape are answered from storage directly (see
-    /// `influx::select::native`); off, every statement goes through DataFusion.
+    /// InfluxQL aggregates and tag-filtered raw reads of the common shape are answered from storage
+    /// directly (see `influx::select::native`); off, every statement goes through DataFusion.
     influxql_native: bool,
 }
 
@@ -115,7 +115,7 @@ impl QueryEngine {
         self
     }
 
-    /// Whether InfluxQL aggregates of the common shape skip DataFusion (default: yes). Off is for
+    /// Whether InfluxQL statements of the common shape skip DataFusion (default: yes). Off is for
     /// differential tests and for comparing the two paths.
     pub fn with_influxql_native(mut self, on: bool) -> Self {
         self.influxql_native = on;

@@ -200,19 +200,10 @@ impl SundialTable {
     pub fn select_series(&self, p: &pushdown::Pushdown) -> Vec<u32> {
         let cat = self.engine.catalog();
         let Some(t) = cat.db_by_id(self.db).and_then(|d| d.table_by_id(self.table)) else { return Vec::new() };
-        let mut selected: Option<Vec<u32>> = None;
-        for (tag, values) in &p.tags {
-            let Some(col) = self.tag_column(tag) else { return Vec::new() };
-            let Some(dict) = t.tag_dict(col) else { return Vec::new() };
-            let mut ids: Vec<u32> = values.iter().filter_map(|v| dict.id_of(v)).flat_map(|id| dict.postings(id).iter().copied()).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            selected = Some(match selected {
-                None => ids,
-                Some(prev) => prev.into_iter().filter(|s| ids.binary_search(s).is_ok()).collect(),
-            });
-        }
-        selected.unwrap_or_else(|| (0..t.series_count() as u32).collect())
+        let constraints: Option<Vec<(ColId, &Vec<String>)>> =
+            p.tags.iter().map(|(tag, values)| self.tag_column(tag).map(|c| (c, values))).collect();
+        // A tag the table does not have: no series carries it.
+        constraints.map_or_else(Vec::new, |c| t.series_with_tags(c))
     }
 }
 

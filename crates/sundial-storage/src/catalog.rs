@@ -306,6 +306,29 @@ impl TableCatalog {
         self.set_ends.len()
     }
 
+    /// The series that carry, for every `(column, values)` constraint, one of its values (ascending,
+    /// from the tag index); every series when there is no constraint. A constraint on a column no
+    /// series has matches nothing.
+    pub fn series_with_tags<V, S>(&self, constraints: impl IntoIterator<Item = (ColId, V)>) -> Vec<SeriesId>
+    where
+        V: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut selected: Option<Vec<SeriesId>> = None;
+        for (col, values) in constraints {
+            let Some(dict) = self.tag_dict(col) else { return Vec::new() };
+            let mut ids: Vec<SeriesId> =
+                values.into_iter().filter_map(|v| dict.id_of(v.as_ref())).flat_map(|id| dict.postings(id).iter().copied()).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            selected = Some(match selected {
+                None => ids,
+                Some(prev) => prev.into_iter().filter(|s| ids.binary_search(s).is_ok()).collect(),
+            });
+        }
+        selected.unwrap_or_else(|| (0..self.series_count() as SeriesId).collect())
+    }
+
     pub fn series_tags(&self, series: SeriesId) -> Option<TagSetRef<'_>> {
         ((series as usize) < self.set_ends.len()).then(|| tagset_at(&self.set_cols, &self.set_vals, &self.set_ends, series))
     }

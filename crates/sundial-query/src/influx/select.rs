@@ -300,6 +300,17 @@ impl Ctx<'_> {
         Ok(rows)
     }
 
+    /// What the statement reads, for the native path (`native`).
+    fn source(&self) -> native::Source<'_> {
+        native::Source {
+            db: self.db,
+            table: self.table,
+            info: self.info,
+            condition: self.s.condition.as_ref(),
+            range: self.range,
+        }
+    }
+
     /// The WHERE clause: time bounds, the condition, and "one of these fields is set".
     fn where_sql(&self, fields: &[&str]) -> String {
         let mut conj = self.range.sql();
@@ -348,24 +359,15 @@ impl Ctx<'_> {
             return Ok(Vec::new());
         }
         let tags: Vec<&String> = self.info.tags.iter().collect();
-        let mut select = vec!["CAST(\"time\" AS BIGINT)".to_string()];
-        select.extend(tags.iter().map(|t| format!("CAST({} AS VARCHAR)", ident(t))));
-        select.extend(field_cols.iter().map(|f| ident(f)));
         let tail = self.tail_rows(&field_cols);
-        let shape = native::RawShape {
-            db: self.db,
-            table: self.table,
-            info: self.info,
-            condition: self.s.condition.as_ref(),
-            range: self.range,
-            tags: &tags,
-            fields: &field_cols,
-            tail,
-        };
+        let shape = native::RawShape { source: self.source(), tags: &tags, fields: &field_cols, tail };
         let native = if self.qe.influxql_native() { native::plan_raw(self.qe.storage(), &shape) } else { None };
         let rows = match native {
             Some(plan) => native::run_raw(self.qe.storage().clone(), plan).await?,
             None => {
+                let mut select = vec!["CAST(\"time\" AS BIGINT)".to_string()];
+                select.extend(tags.iter().map(|t| format!("CAST({} AS VARCHAR)", ident(t))));
+                select.extend(field_cols.iter().map(|f| ident(f)));
                 let from = match tail {
                     Some(n) => format!("last_rows({}, {n})", cond::string(self.table)),
                     None => ident(self.table),
@@ -557,11 +559,7 @@ impl Ctx<'_> {
             sql.push_str(&format!(" GROUP BY {}", group_by.join(", ")));
         }
         let shape = native::Shape {
-            db: self.db,
-            table: self.table,
-            info: self.info,
-            condition: self.s.condition.as_ref(),
-            range: self.range,
+            source: self.source(),
             bucket: self.bucket,
             present_tags: &present_tags,
             group_tags: &self.group_tags,

@@ -147,6 +147,30 @@ fn last_row_from_stats(b: &BlockMeta, series: SeriesId, ts_max: i64, cols: &[(Co
     Some(SeriesRows { series, ts: vec![b.ts_max], cols: out })
 }
 
+/// When no two sources overlap in time (so none can overwrite another's rows), keeps only the newest
+/// sources that together hold `n` rows, in time order: a series spread over many partitions has one
+/// tail source per segment, and merging them all only to keep the last row cost more than reading them.
+/// Overlapping sources are left as they are (their order decides which write wins).
+fn newest_covering(sources: &mut Vec<SeriesRows>, n: usize) {
+    sources.retain(|r| !r.is_empty());
+    if sources.len() < 2 {
+        return;
+    }
+    let mut order: Vec<usize> = (0..sources.len()).collect();
+    order.sort_by_key(|i| sources[*i].ts[0]);
+    let disjoint = order.windows(2).all(|w| sources[w[0]].ts.last() < sources[w[1]].ts.first());
+    if !disjoint {
+        return;
+    }
+    let (mut rows, mut from) = (0, order.len());
+    while from > 0 && rows < n {
+        from -= 1;
+        rows += sources[order[from]].len();
+    }
+    let mut taken: Vec<Option<SeriesRows>> = std::mem::take(sources).into_iter().map(Some).collect();
+    sources.extend(order[from..].iter().filter_map(|i| taken[*i].take()));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,28 +243,4 @@ mod tests {
         assert_eq!(got, tail_of_full(&e, db, t, &series, i64::MIN, i64::MAX, &cols, 1));
         assert_eq!(got[0].as_ref().unwrap().ts, vec![169]);
     }
-}
-
-/// When no two sources overlap in time (so none can overwrite another's rows), keeps only the newest
-/// sources that together hold `n` rows, in time order: a series spread over many partitions has one
-/// tail source per segment, and merging them all only to keep the last row cost more than reading them.
-/// Overlapping sources are left as they are (their order decides which write wins).
-fn newest_covering(sources: &mut Vec<SeriesRows>, n: usize) {
-    sources.retain(|r| !r.is_empty());
-    if sources.len() < 2 {
-        return;
-    }
-    let mut order: Vec<usize> = (0..sources.len()).collect();
-    order.sort_by_key(|i| sources[*i].ts[0]);
-    let disjoint = order.windows(2).all(|w| sources[w[0]].ts.last() < sources[w[1]].ts.first());
-    if !disjoint {
-        return;
-    }
-    let (mut rows, mut from) = (0, order.len());
-    while from > 0 && rows < n {
-        from -= 1;
-        rows += sources[order[from]].len();
-    }
-    let mut taken: Vec<Option<SeriesRows>> = std::mem::take(sources).into_iter().map(Some).collect();
-    sources.extend(order[from..].iter().filter_map(|i| taken[*i].take()));
 }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use regex::Regex;
 use sundial_storage::Engine;
-use sundial_storage::catalog::{ColId, ColumnKind, DbId, SeriesId, TableCatalog, TableId};
+use sundial_storage::catalog::{Catalog, ColId, ColumnKind, DbId, SeriesId, TableCatalog, TableId};
 use sundial_storage::types::{ColumnValues, FieldType};
 
 use super::{Call, Func, compile};
@@ -45,13 +45,9 @@ const TASKS: usize = 2;
 /// What the statement needs, resolved against the catalog: which series, in which group, and how to
 /// fold their rows.
 pub(super) struct Plan {
-    db: DbId,
-    table: TableId,
-    lo: i64,
-    hi: i64,
+    /// The fields are those the calls read, in the order of the SQL's guard columns (`fields_used`).
+    scope: Scope,
     bucket: Option<(i64, i64)>,
-    /// The fields the calls read, in the order of the SQL's guard columns (`fields_used`).
-    fields: Vec<(ColId, FieldType)>,
     need: Vec<Need>,
     /// Per call: its function and the index of its field in `fields`.
     calls: Vec<(Func, usize)>,
@@ -59,8 +55,7 @@ pub(super) struct Plan {
     with_time: bool,
     /// No `GROUP BY`: one group that exists even with no rows; its guard is one count per field.
     global: bool,
-    series: Vec<SeriesId>,
-    /// Parallel to `series`: the group of each series, and its rank among the series by the tags not
+    /// Parallel to `scope.series`: the group of each series, and its rank among the series by the tags not
     /// grouped on (ascending, a missing tag last), which breaks first()/last() ties between series.
     group_of: Vec<u32>,
     rank: Vec<u32>,
@@ -78,13 +73,31 @@ struct Need {
     last: bool,
 }
 
-/// The statement's parts that decide the rows, as [`super::Ctx::aggregate`] has them.
-pub(super) struct Shape<'a> {
+/// What a statement reads, whatever it computes: one measurement, its `WHERE` and the time range
+/// taken out of it.
+pub(super) struct Source<'a> {
     pub db: &'a str,
     pub table: &'a str,
     pub info: &'a TableInfo,
     pub condition: Option<&'a Expr>,
     pub range: TimeRange,
+}
+
+/// What [`Source`] resolves to against the catalog: the series to read, the time bounds and the field
+/// columns, in the storage's terms.
+struct Scope {
+    db: DbId,
+    table: TableId,
+    lo: i64,
+    hi: i64,
+    fields: Vec<(ColId, FieldType)>,
+    /// Ascending.
+    series: Vec<SeriesId>,
+}
+
+/// The statement's parts that decide the rows, as [`super::Ctx::aggregate`] has them.
+pub(super) struct Shape<'a> {
+    pub source: Source<'a>,
     pub bucket: Option<(i64, i64)>,
     pub present_tags: &'a [&'a String],
     pub group_tags: &'a [String],
@@ -97,16 +110,15 @@ pub(super) struct Shape<'a> {
 pub(super) fn plan(engine: &Engine, shape: &Shape) -> Option<Plan> {
     let foldable = |c: &Call| {
         matches!(c.func, Func::Count | Func::Sum | Func::Mean | Func::Min | Func::Max | Func::First | Func::Last)
-            && c.field.as_ref().is_some_and(|f| matches!(shape.info.fields.get(f), Some(FieldType::Float | FieldType::Integer)))
+            && c.field.as_ref().is_some_and(|f| matches!(shape.source.info.fields.get(f), Some(FieldType::Float | FieldType::Integer)))
     };
     if !shape.calls.iter().all(foldable) {
         return None;
     }
     let cat = engine.catalog();
-    let d = cat.db(shape.db)?;
-    let t = d.table(shape.table)?;
-    let (series, fields) = resolve(t, shape.info, shape.condition, shape.fields_used)?;
-    let mut need = vec![Need::default(); fields.len()];
+    let (scope, t) = resolve(&cat, &shape.source, shape.fields_used)?;
+    let series = &scope.series;
+    let mut need = vec![Need::default(); scope.fields.len()];
     let mut calls = Vec::with_capacity(shape.calls.len());
     for c in shape.calls {
         let i = shape.fields_used.iter().position(|f| Some(*f) == c.field.as_deref())?;
@@ -125,6 +137,7 @@ pub(super) fn plan(engine: &Engine, shape: &Shape) -> Option<Plan> {
 
     let group_cols: Vec<ColId> = shape.present_tags.iter().map(|n| t.column(n).map(|c| c.id)).collect::<Option<_>>()?;
     let tie_cols: Vec<ColId> = shape
+        .source
         .info
         .tags
         .iter()
@@ -138,7 +151,7 @@ pub(super) fn plan(engine: &Engine, shape: &Shape) -> Option<Plan> {
         groups.push(Vec::new());
     }
     let mut group_of = Vec::with_capacity(series.len());
-    for s in &series {
+    for s in series {
         let key: Vec<Option<&str>> = group_cols.iter().map(|c| t.series_tag_value(*s, *c)).collect();
         let next = index.len() as u32;
         let g = *index.entry(key).or_insert_with_key(|k| {
@@ -160,36 +173,26 @@ pub(super) fn plan(engine: &Engine, shape: &Shape) -> Option<Plan> {
     #[cfg(test)]
     PLANNED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Some(Plan {
-        db: d.id,
-        table: t.id,
-        lo: shape.range.min.unwrap_or(i64::MIN),
-        hi: shape.range.max.unwrap_or(i64::MAX),
+        scope,
         bucket: shape.bucket,
-        fields,
         need,
         calls,
         with_time: shape.with_time,
         global,
-        series,
         group_of,
         rank,
         groups,
     })
 }
 
-/// Field columns to read, with their types.
-type FieldCols = Vec<(ColId, FieldType)>;
-
-/// What both plans need from the table: the series the condition selects (ascending) and the named
-/// fields' ids and types; `None` when the condition involves a field.
-fn resolve(
-    t: &TableCatalog,
-    info: &TableInfo,
-    condition: Option<&Expr>,
-    fields: &[&str],
-) -> Option<(Vec<SeriesId>, FieldCols)> {
-    let pred = match condition {
-        Some(e) => split(e, info, t)?,
+/// Resolves what both kinds of plan read: the series the condition selects, the time bounds and the
+/// named fields' ids and types, with the table for the caller's own lookups; `None` when the
+/// condition involves a field (or the measurement is gone).
+fn resolve<'c>(cat: &'c Catalog, src: &Source, fields: &[&str]) -> Option<(Scope, &'c TableCatalog)> {
+    let d = cat.db(src.db)?;
+    let t = d.table(src.table)?;
+    let pred = match src.condition {
+        Some(e) => split(e, src.info, t)?,
         None => Pred::Const(true),
     };
     let fields = fields
@@ -203,7 +206,8 @@ fn resolve(
         })
         .collect::<Option<Vec<_>>>()?;
     let series = candidates(&pred, t).into_iter().filter(|s| pred.eval(&|c| t.series_tag_value(*s, c))).collect();
-    Some((series, fields))
+    let (lo, hi) = (src.range.min.unwrap_or(i64::MIN), src.range.max.unwrap_or(i64::MAX));
+    Some((Scope { db: d.id, table: t.id, lo, hi, fields, series }, t))
 }
 
 /// SQL's `ORDER BY a ASC, b ASC` on strings: a missing value sorts after every value.
@@ -289,23 +293,14 @@ fn candidates(pred: &Pred, t: &TableCatalog) -> Vec<SeriesId> {
     }
     let mut parts = Vec::new();
     conjuncts(pred, &mut parts);
-    let mut selected: Option<Vec<SeriesId>> = None;
-    for p in parts {
-        let mut eqs = Vec::new();
-        if !equalities(p, &mut eqs) {
-            continue;
-        }
-        let Some(dict) = t.tag_dict(eqs[0].0) else { return Vec::new() };
-        let mut ids: Vec<SeriesId> =
-            eqs.iter().filter_map(|(_, v)| dict.id_of(v)).flat_map(|id| dict.postings(id).iter().copied()).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        selected = Some(match selected {
-            None => ids,
-            Some(prev) => prev.into_iter().filter(|s| ids.binary_search(s).is_ok()).collect(),
-        });
-    }
-    selected.unwrap_or_else(|| (0..t.series_count() as SeriesId).collect())
+    let constraints: Vec<(ColId, Vec<&str>)> = parts
+        .into_iter()
+        .filter_map(|p| {
+            let mut eqs = Vec::new();
+            equalities(p, &mut eqs).then(|| (eqs[0].0, eqs.into_iter().map(|(_, v)| v).collect()))
+        })
+        .collect();
+    t.series_with_tags(constraints)
 }
 
 /// The non-time part of the `WHERE` as a tag predicate, as `cond::split` reads it: time comparisons
@@ -635,7 +630,7 @@ struct Folded {
 
 impl Folded {
     fn new(plan: &Plan) -> Self {
-        let template = plan.fields.iter().map(|(_, ty)| FieldAcc::new(*ty)).collect();
+        let template = plan.scope.fields.iter().map(|(_, ty)| FieldAcc::new(*ty)).collect();
         let mut f = Folded { template, index: HashMap::new(), keys: Vec::new(), rows: Vec::new(), accs: Vec::new() };
         if plan.global {
             f.slot(0, 0);
@@ -666,18 +661,19 @@ impl Folded {
     }
 }
 
-/// Folds the series `plan.series[range]` (one task's share).
+/// Folds the series `plan.scope.series[range]` (one task's share).
 fn fold(engine: &Engine, plan: &Plan, range: std::ops::Range<usize>) -> Result<Folded, String> {
     let mut out = Folded::new(plan);
-    let series = &plan.series[range.clone()];
-    let snap = engine.snapshot(plan.db, plan.table, series, plan.lo, plan.hi, &plan.fields);
-    let nf = plan.fields.len();
+    let sc = &plan.scope;
+    let series = &sc.series[range.clone()];
+    let snap = engine.snapshot(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields);
+    let nf = sc.fields.len();
     for (k, sid) in series.iter().enumerate() {
         let i = range.start + k;
         let Some(rows) = snap.read_series(*sid).map_err(|e| e.to_string())? else { continue };
         let ts = &rows.ts;
-        let start = ts.partition_point(|t| *t < plan.lo);
-        let end = ts.partition_point(|t| *t <= plan.hi);
+        let start = ts.partition_point(|t| *t < sc.lo);
+        let end = ts.partition_point(|t| *t <= sc.hi);
         let (group, rank) = (plan.group_of[i], plan.rank[i]);
         let mut a = start;
         while a < end {
@@ -738,7 +734,7 @@ async fn in_parts<P: Send + Sync + 'static, T: Send + 'static>(
 /// Runs the plan: the rows the SQL of `Ctx::aggregate` would return.
 pub(super) async fn run(engine: Arc<Engine>, plan: Plan) -> Result<Vec<Vec<Cell>>, String> {
     let plan = Arc::new(plan);
-    let mut parts = in_parts(engine, plan.clone(), plan.series.len(), fold).await?.into_iter();
+    let mut parts = in_parts(engine, plan.clone(), plan.scope.series.len(), fold).await?.into_iter();
     let mut total = parts.next().expect("at least one part");
     for part in parts {
         total.merge(part);
@@ -776,11 +772,7 @@ fn rows(plan: &Plan, folded: Folded) -> Result<Vec<Vec<Cell>>, String> {
 /// A raw statement (`SELECT * FROM cpu WHERE host = 'a' AND time > ...`, TSBS's lastpoint) whose
 /// condition is on tags only: the rows the SQL of [`super::Ctx::raw`] would return.
 pub(super) struct RawShape<'a> {
-    pub db: &'a str,
-    pub table: &'a str,
-    pub info: &'a TableInfo,
-    pub condition: Option<&'a Expr>,
-    pub range: TimeRange,
+    pub source: Source<'a>,
     /// Every tag of the table, in the SQL's column order.
     pub tags: &'a [&'a String],
     pub fields: &'a [&'a str],
@@ -789,60 +781,47 @@ pub(super) struct RawShape<'a> {
 }
 
 pub(super) struct RawPlan {
-    db: DbId,
-    table: TableId,
-    lo: i64,
-    hi: i64,
-    fields: Vec<(ColId, FieldType)>,
+    scope: Scope,
     tail: Option<usize>,
-    series: Vec<SeriesId>,
     /// Per series: the cells of every tag (a string, or null where the series lacks it).
     tags: Vec<Vec<Cell>>,
 }
 
 pub(super) fn plan_raw(engine: &Engine, shape: &RawShape) -> Option<RawPlan> {
     let cat = engine.catalog();
-    let t = cat.db(shape.db)?.table(shape.table)?;
-    let (series, fields) = resolve(t, shape.info, shape.condition, shape.fields)?;
+    let (scope, t) = resolve(&cat, &shape.source, shape.fields)?;
     let tag_cols: Vec<ColId> = shape.tags.iter().map(|n| t.column(n).map(|c| c.id)).collect::<Option<_>>()?;
-    let tags = series
+    let tags = scope
+        .series
         .iter()
         .map(|s| tag_cols.iter().map(|c| t.series_tag_value(*s, *c).map_or(Cell::Null, |v| Cell::String(v.to_string()))).collect())
         .collect();
     #[cfg(test)]
     PLANNED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Some(RawPlan {
-        db: cat.db(shape.db)?.id,
-        table: t.id,
-        lo: shape.range.min.unwrap_or(i64::MIN),
-        hi: shape.range.max.unwrap_or(i64::MAX),
-        fields,
-        tail: shape.tail,
-        series,
-        tags,
-    })
+    Some(RawPlan { scope, tail: shape.tail, tags })
 }
 
-/// The rows of `plan.series[range]`: time, every tag, the fields; rows with none of the fields set
-/// are left out, as the SQL's `WHERE (f1 IS NOT NULL OR ...)` does.
+/// The rows of `plan.scope.series[range]`: time, every tag, the fields; rows with none of the fields
+/// set are left out, as the SQL's `WHERE (f1 IS NOT NULL OR ...)` does.
 fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> Result<Vec<Vec<Cell>>, String> {
-    let series = &plan.series[range.clone()];
+    let sc = &plan.scope;
+    let series = &sc.series[range.clone()];
     let (tail, full);
     let read: &dyn Fn(SeriesId) -> sundial_storage::Result<Option<sundial_storage::rows::SeriesRows>> = match plan.tail {
         Some(n) => {
-            tail = engine.snapshot_tail(plan.db, plan.table, series, plan.lo, plan.hi, &plan.fields, n);
+            tail = engine.snapshot_tail(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields, n);
             &|s| tail.read_series(s)
         }
         None => {
-            full = engine.snapshot(plan.db, plan.table, series, plan.lo, plan.hi, &plan.fields);
+            full = engine.snapshot(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields);
             &|s| full.read_series(s)
         }
     };
     let mut out = Vec::new();
     for (k, sid) in series.iter().enumerate() {
         let Some(rows) = read(*sid).map_err(|e| e.to_string())? else { continue };
-        let start = rows.ts.partition_point(|t| *t < plan.lo);
-        let end = rows.ts.partition_point(|t| *t <= plan.hi);
+        let start = rows.ts.partition_point(|t| *t < sc.lo);
+        let end = rows.ts.partition_point(|t| *t <= sc.hi);
         if out.len() + (end - start) > RESULT_ROWS_MAX {
             return Err(format!("the query selects more than {RESULT_ROWS_MAX} rows: narrow the time range or add LIMIT"));
         }
@@ -850,7 +829,7 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
             if !rows.cols.iter().flatten().any(|c| c.validity[r]) {
                 continue;
             }
-            let mut row = Vec::with_capacity(1 + plan.tags[0].len() + plan.fields.len());
+            let mut row = Vec::with_capacity(1 + plan.tags[0].len() + sc.fields.len());
             row.push(Cell::Integer(rows.ts[r]));
             row.extend(plan.tags[range.start + k].iter().cloned());
             row.extend(rows.cols.iter().map(|c| c.as_ref().map_or(Cell::Null, |c| column_cell(c, r))));
@@ -874,7 +853,7 @@ fn column_cell(c: &sundial_storage::types::Column, r: usize) -> Cell {
 }
 
 pub(super) async fn run_raw(engine: Arc<Engine>, plan: RawPlan) -> Result<Vec<Vec<Cell>>, String> {
-    let n = plan.series.len();
+    let n = plan.scope.series.len();
     let mut out = Vec::new();
     for part in in_parts(engine, Arc::new(plan), n, raw_rows).await? {
         out.extend(part);
