@@ -536,13 +536,7 @@ impl Engine {
         self.inner.sort_active(db, table, series);
         let mem = self.inner.mem.read();
         let tombstones = self.inner.table_tombstones(db, table, ts_min, ts_max);
-        let segments: Vec<Arc<Segment>> = self
-            .inner
-            .segments
-            .read()
-            .get(&(db, table))
-            .map(|v| v.iter().filter(|s| s.ts_max >= ts_min && s.ts_min <= ts_max).cloned().collect())
-            .unwrap_or_default();
+        let segments = self.segments_overlapping(db, table, ts_min, ts_max);
         let frozen: Vec<Arc<Frozen>> = mem.frozen.iter().cloned().collect();
         let mut active = HashMap::new();
         if let Some(t) = mem.active.table(db, table) {
@@ -556,6 +550,53 @@ impl Engine {
             }
         }
         TableSnapshot { db, table, ts_min, ts_max, cols: cols.to_vec(), segments, frozen, active, tombstones }
+    }
+
+    /// A time no later than the earliest row of any of `series` in `[ts_min, ts_max]`, from block
+    /// metadata and memtable bounds, decoding and copying nothing; `None` when no source has rows
+    /// there (`series` ascending). Only a bound: rows a delete hides, or whose columns are all null,
+    /// count too. For reads
+    /// that want only the first rows (InfluxQL's `GROUP BY time(...) LIMIT n` without a lower time
+    /// bound): read up to a bound derived from it, then check the answer starts where it said.
+    pub fn earliest_bound(&self, db: DbId, table: TableId, series: &[SeriesId], ts_min: i64, ts_max: i64) -> Result<Option<i64>> {
+        let ts_min = ts_min.max(self.inner.retention_cutoff(db));
+        let mut best: Option<i64> = None;
+        let mut see = |lo: i64, hi: i64| {
+            if hi >= ts_min && lo <= ts_max {
+                let t = lo.max(ts_min);
+                best = Some(best.map_or(t, |b| b.min(t)));
+            }
+        };
+        let mem = self.inner.mem.read();
+        let segments = self.segments_overlapping(db, table, ts_min, ts_max);
+        let mems = mem.frozen.iter().map(|f| &f.memtable).chain([&mem.active]).filter_map(|m| m.table(db, table));
+        for t in mems {
+            for s in series {
+                if let Some((lo, hi)) = t.series.get(s).and_then(|b| b.ts_range()) {
+                    see(lo, hi);
+                }
+            }
+        }
+        drop(mem);
+        for seg in &segments {
+            let mut walker = seg.walker();
+            for s in series {
+                for b in walker.series_blocks(*s)?.iter() {
+                    see(b.ts_min, b.ts_max);
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    /// The table's segments holding times in `[ts_min, ts_max]`, oldest first.
+    fn segments_overlapping(&self, db: DbId, table: TableId, ts_min: i64, ts_max: i64) -> Vec<Arc<Segment>> {
+        self.inner
+            .segments
+            .read()
+            .get(&(db, table))
+            .map(|v| v.iter().filter(|s| s.ts_max >= ts_min && s.ts_min <= ts_max).cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Tests: stops (or resumes) flushing, as if the disk could not keep up with ingest.

@@ -6,6 +6,9 @@
 //!   its last row without decoding anything (a column's value at the block's `ts_max` is `stats.last`
 //!   when `stats.last_ts == ts_max`, else null). Strings keep no value statistics, and a block running
 //!   past the range's end cannot say what its last row *inside* the range is; both fall back to decoding.
+//!   A segment whose newest block ends before the newest block of another segment (one without deleted
+//!   rows, ending inside the range) cannot hold the last row and is not read: a series over many day
+//!   partitions reads one segment.
 //! - otherwise: from each segment only the newest blocks that together hold `n` rows inside the range.
 //! - memtables: only the last `n` rows of each series buffer's in-order part and staging area are
 //!   copied (binary search), then merged.
@@ -20,7 +23,7 @@ use super::{Engine, TableSnapshot};
 use crate::catalog::{ColId, DbId, SeriesId, TableId};
 use crate::error::Result;
 use crate::rows::{self, SeriesRows};
-use crate::segment::{BlockMeta, Segment, stat_value};
+use crate::segment::{BlockMeta, Segment, SeriesBlocks, stat_value};
 use crate::tombstone;
 use crate::types::{Column, FieldType};
 
@@ -55,17 +58,31 @@ impl TailSnapshot {
     pub fn read_series(&self, series: SeriesId) -> Result<Option<SeriesRows>> {
         let s = &self.snap;
         let mut sources = Vec::new();
+        // Segments without deleted rows: their blocks of the series inside the range, oldest first.
+        let mut clean: Vec<(&Segment, SeriesBlocks)> = Vec::new();
         // A source with rows hidden by a delete is read whole and filtered: its tail may be all deleted.
         for seg in &s.segments {
             let hiding = s.hiding(series, seg.id.generation, seg.id.tombstones_applied);
             if hiding.is_empty() {
-                sources.extend(self.segment_tail(seg, series)?);
+                clean.push((seg, seg.series_blocks(series)?));
                 continue;
             }
             for mut r in seg.read_series(series, s.ts_min, s.ts_max, &s.cols)? {
                 tombstone::apply(&mut r, hiding.iter().copied());
                 sources.push(r);
             }
+        }
+        // The last row is at or after the newest row a clean segment surely holds in the range (its
+        // newest block ending inside it): a segment whose newest block ends before that has no part
+        // in it (a series over many day partitions reads one segment, not all).
+        let newest = |blocks: &SeriesBlocks| blocks.iter().rev().find(|b| b.ts_max >= s.ts_min && b.ts_min <= s.ts_max).map(|b| b.ts_max);
+        let known = |blocks: &SeriesBlocks| newest(blocks).filter(|t| *t <= s.ts_max);
+        let floor = if self.n == 1 { clean.iter().filter_map(|(_, b)| known(b)).max() } else { None };
+        for (seg, blocks) in &clean {
+            if floor.is_some_and(|f| known(blocks).is_some_and(|t| t < f)) {
+                continue;
+            }
+            sources.extend(self.segment_tail(seg, series, blocks)?);
         }
         for f in &s.frozen {
             if let Some(buf) = f.memtable.table(s.db, s.table).and_then(|t| t.series.get(&series)) {
@@ -97,10 +114,10 @@ impl TailSnapshot {
         Ok(Some(merged))
     }
 
-    /// The rows of `seg` that can be among the last `n` of `series` in the range, oldest first.
-    fn segment_tail(&self, seg: &Segment, series: SeriesId) -> Result<Vec<SeriesRows>> {
+    /// The rows of `seg` that can be among the last `n` of `series` in the range, oldest first, from
+    /// `all` its blocks of the series.
+    fn segment_tail(&self, seg: &Segment, series: SeriesId, all: &SeriesBlocks) -> Result<Vec<SeriesRows>> {
         let s = &self.snap;
-        let all = seg.series_blocks(series)?;
         let blocks: Vec<&BlockMeta> = all.iter().filter(|b| b.ts_max >= s.ts_min && b.ts_min <= s.ts_max).collect();
         let Some(newest) = blocks.last() else { return Ok(Vec::new()) };
         if self.n == 1
@@ -197,19 +214,16 @@ mod tests {
             .collect()
     }
 
-    /// Rows spread over several flushed segments (with overwrites and sparse fields) plus memtables: every
-    /// tail length and several ranges answer exactly what the full read's tail does.
-    #[test]
-    fn tails_equal_the_tail_of_a_full_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let e = Engine::open(EngineConfig::new(dir.path())).unwrap();
+    /// Rows of three hosts over four rounds (overlapping by 10 rows: overwrites across segments; `f`
+    /// sparse), the first three rounds flushed; the table's ids, columns and series.
+    fn load(e: &Engine) -> (DbId, TableId, Vec<(ColId, FieldType)>, Vec<SeriesId>) {
         e.create_database("db", 0, false).unwrap();
         let hosts = ["a", "b", "c"];
         for round in 0..4i64 {
             let mut points = Vec::new();
             for (h, host) in hosts.iter().enumerate() {
                 for i in 0..50i64 {
-                    let ts = round * 40 + i; // rounds overlap by 10 rows: overwrites across segments
+                    let ts = round * 40 + i + h as i64 * 7; // rounds overlap by 10 rows
                     let mut fields = vec![("v", Value::Integer(round * 1000 + i + h as i64))];
                     if i % 3 == 0 {
                         fields.push(("f", Value::Float(i as f64 / 2.0)));
@@ -222,13 +236,19 @@ mod tests {
                 e.flush().unwrap();
             }
         }
-        let (db, t, cols, series) = {
-            let cat = e.catalog();
-            let d = cat.db("db").unwrap();
-            let t = d.table("cpu").unwrap();
-            let cols = vec![(t.column("v").unwrap().id, FieldType::Integer), (t.column("f").unwrap().id, FieldType::Float)];
-            (d.id, t.id, cols, (0..t.series_count() as u32).collect::<Vec<_>>())
-        };
+        let cat = e.catalog();
+        let d = cat.db("db").unwrap();
+        let t = d.table("cpu").unwrap();
+        let cols = vec![(t.column("v").unwrap().id, FieldType::Integer), (t.column("f").unwrap().id, FieldType::Float)];
+        (d.id, t.id, cols, (0..t.series_count() as u32).collect::<Vec<_>>())
+    }
+
+    /// Every tail length and several ranges answer exactly what the full read's tail does.
+    #[test]
+    fn tails_equal_the_tail_of_a_full_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Engine::open(EngineConfig::new(dir.path())).unwrap();
+        let (db, t, cols, series) = load(&e);
         for (lo, hi) in [(i64::MIN, i64::MAX), (0, 100), (35, 129), (200, 300)] {
             for n in [1, 2, 7, 60, 500] {
                 let tail = e.snapshot_tail(db, t, &series, lo, hi, &cols, n);
@@ -242,5 +262,58 @@ mod tests {
         let got: Vec<_> = series.iter().map(|s| tail.read_series(*s).unwrap()).collect();
         assert_eq!(got, tail_of_full(&e, db, t, &series, i64::MIN, i64::MAX, &cols, 1));
         assert_eq!(got[0].as_ref().unwrap().ts, vec![169]);
+    }
+
+    /// One row per source (a series over day partitions, one point each): the last row skips the
+    /// older segments, longer tails still need them.
+    #[test]
+    fn tails_of_one_row_sources() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Engine::open(EngineConfig::new(dir.path())).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        for (ts, flush) in [(50, true), (100, true), (20, true), (75, false)] {
+            let p = WritePoint { line: 1, table: "cpu", tags: vec![("host", "a")], fields: vec![("v", Value::Integer(ts))], ts };
+            e.write("db", &[p]).unwrap();
+            if flush {
+                e.flush().unwrap();
+            }
+        }
+        let (db, t, col) = {
+            let cat = e.catalog();
+            let d = cat.db("db").unwrap();
+            let t = d.table("cpu").unwrap();
+            (d.id, t.id, vec![(t.column("v").unwrap().id, FieldType::Integer)])
+        };
+        for (lo, hi) in [(i64::MIN, i64::MAX), (0, 99), (0, 60)] {
+            for n in 1..=4 {
+                let tail = e.snapshot_tail(db, t, &[0], lo, hi, &col, n);
+                assert_eq!(vec![tail.read_series(0).unwrap()], tail_of_full(&e, db, t, &[0], lo, hi, &col, n), "[{lo}, {hi}], n = {n}");
+            }
+        }
+    }
+
+    /// The earliest-row bound, over segments and memtables, for each series alone and all together:
+    /// never after the first row a full read finds, and here (no deletes) exactly it.
+    #[test]
+    fn earliest_bound_is_the_first_row_without_deletes() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Engine::open(EngineConfig::new(dir.path())).unwrap();
+        let (db, t, cols, series) = load(&e);
+        let first = |series: &[SeriesId], lo: i64, hi: i64| {
+            let snap = e.snapshot(db, t, series, lo, hi, &cols);
+            series.iter().filter_map(|s| snap.read_series(*s).unwrap().map(|r| r.ts[0])).min()
+        };
+        for (lo, hi) in [(i64::MIN, i64::MAX), (3, 100), (35, 129), (125, 300), (200, 300), (5, 6)] {
+            for set in [vec![series[0]], vec![series[1]], vec![series[2]], series.clone()] {
+                assert_eq!(e.earliest_bound(db, t, &set, lo, hi).unwrap(), first(&set, lo, hi), "{set:?} in [{lo}, {hi}]");
+            }
+        }
+        // Rows in the memtable only (host c's last round is 134..=183), and none.
+        assert_eq!(e.earliest_bound(db, t, &[series[2]], 170, i64::MAX).unwrap(), Some(170));
+        assert_eq!(e.earliest_bound(db, t, &[series[2]], 184, i64::MAX).unwrap(), None);
+        // A delete leaves it a bound: no later than the first row left.
+        e.delete("db", "cpu", None, 0, 20).unwrap();
+        let bound = e.earliest_bound(db, t, &series, i64::MIN, i64::MAX).unwrap().unwrap();
+        assert!(bound <= first(&series, i64::MIN, i64::MAX).unwrap());
     }
 }
