@@ -177,26 +177,33 @@ fn push_cell(out: &mut String, c: &Cell, epoch: Option<i64>) {
             let _ = write!(out, "{v}");
         }
         Cell::Float(_) => out.push_str("null"),
-        Cell::Integer(v) => {
-            let _ = write!(out, "{v}");
-        }
-        Cell::UInteger(v) => {
-            let _ = write!(out, "{v}");
-        }
+        Cell::Integer(v) => out.push_str(itoa::Buffer::new().format(*v)),
+        Cell::UInteger(v) => out.push_str(itoa::Buffer::new().format(*v)),
         Cell::Boolean(b) => out.push_str(if *b { "true" } else { "false" }),
         Cell::String(s) => push_str(out, s),
         Cell::Time(t) => match epoch {
             // Go's integer division truncates toward zero.
-            Some(d) => {
-                let _ = write!(out, "{}", t / d);
+            Some(d) => out.push_str(itoa::Buffer::new().format(t / d)),
+            None => {
+                // RFC 3339 needs no escaping.
+                out.push('"');
+                sundial_query::influxql::write_time_rfc3339(out, *t);
+                out.push('"');
             }
-            None => push_str(out, &sundial_query::influxql::format_time_rfc3339(*t)),
         },
     }
 }
 
+/// A JSON string. Tag values and names rarely need escaping: those are copied as they are, the rest
+/// go through serde_json.
 fn push_str(out: &mut String, s: &str) {
-    out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into()));
+    if s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+        out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into()));
+    } else {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    }
 }
 
 #[cfg(test)]
@@ -209,7 +216,7 @@ mod tests {
             StatementResult::series(vec![Series {
                 name: "cpu".into(),
                 tags: Some(vec![("host".into(), "a".into())]),
-                columns: vec!["time".into(), "max".into()],
+                columns: vec!["time".to_string(), "max".to_string()].into(),
                 values: Some(vec![vec![Cell::Time(1_500_000_000), Cell::Float(3.0)], vec![Cell::Time(0), Cell::Null]]),
             }]),
             StatementResult::default(),

@@ -1,6 +1,7 @@
 //! One value of an InfluxQL result, read out of Arrow arrays, and InfluxQL's arithmetic on it.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int64Array, ListArray, StringArray, UInt64Array,
@@ -17,7 +18,8 @@ pub enum Cell {
     Float(f64),
     Integer(i64),
     UInteger(u64),
-    String(String),
+    /// Shared: a series' tag value is one allocation however many rows carry it.
+    String(Arc<str>),
     Boolean(bool),
     Time(i64),
     /// A list (from `array_agg`), used internally for `percentile` and `distinct`; never printed.
@@ -81,7 +83,7 @@ fn array_cell(a: &ArrayRef, row: usize) -> Cell {
         DataType::Int64 => Cell::Integer(a.as_any().downcast_ref::<Int64Array>().map_or(0, |x| x.value(row))),
         DataType::UInt64 => Cell::UInteger(a.as_any().downcast_ref::<UInt64Array>().map_or(0, |x| x.value(row))),
         DataType::Boolean => Cell::Boolean(a.as_any().downcast_ref::<BooleanArray>().is_some_and(|x| x.value(row))),
-        DataType::Utf8 => Cell::String(a.as_any().downcast_ref::<StringArray>().map_or(String::new(), |x| x.value(row).to_string())),
+        DataType::Utf8 => Cell::String(a.as_any().downcast_ref::<StringArray>().map_or_else(|| Arc::from(""), |x| Arc::from(x.value(row)))),
         DataType::Timestamp(..) => match cast(a, &DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Nanosecond, None)) {
             Ok(ts) => Cell::Time(ts.as_primitive::<TimestampNanosecondType>().value(row)),
             Err(_) => Cell::Null,
@@ -121,7 +123,7 @@ pub fn arithmetic(op: BinaryOp, a: &Cell, b: &Cell) -> Cell {
             BinaryOp::BitXor => Boolean(x ^ y),
             _ => Null,
         },
-        (String(x), String(y)) if op == BinaryOp::Add => String(format!("{x}{y}")),
+        (String(x), String(y)) if op == BinaryOp::Add => String(format!("{x}{y}").into()),
         _ => match (a.as_f64(), b.as_f64()) {
             (Some(x), Some(y)) => float_op(op, x, y),
             _ => Null,

@@ -47,7 +47,8 @@ pub struct Series {
     /// `GROUP BY` tag keys and values, sorted by key; `None` when the statement groups by no tag (the
     /// JSON then has no `tags` key).
     pub tags: Option<Vec<(String, String)>>,
-    pub columns: Vec<String>,
+    /// Shared: every series of a statement has the same columns.
+    pub columns: Arc<[String]>,
     /// Rows; `None` for a series that InfluxDB prints without a `values` key (`SHOW DATABASES` with none).
     pub values: Option<Vec<Vec<Cell>>>,
 }

@@ -279,7 +279,8 @@ struct Ctx<'a> {
     cond_sql: Option<String>,
 }
 
-/// Rows of one series while it is being built: (time, series key for tie order, cells).
+/// Rows of one series while it is being built: (time, series key for tie order, output cells, time
+/// first).
 type RawRow = (i64, std::sync::Arc<str>, Vec<Cell>);
 
 impl Ctx<'_> {
@@ -324,13 +325,13 @@ impl Ctx<'_> {
         if conj.is_empty() { String::new() } else { format!(" WHERE {}", conj.join(" AND ")) }
     }
 
-    fn series(&self, key: &[String], columns: &[String], rows: Vec<Vec<Cell>>) -> Series {
+    fn series(&self, key: &[String], columns: &std::sync::Arc<[String]>, rows: Vec<Vec<Cell>>) -> Series {
         let tags = (!self.s.dimensions.iter().all(|d| matches!(d, Dimension::Time { .. })))
             .then(|| self.group_tags.iter().cloned().zip(key.iter().cloned()).collect());
-        Series { name: self.table.to_string(), tags, columns: columns.to_vec(), values: Some(rows) }
+        Series { name: self.table.to_string(), tags, columns: columns.clone(), values: Some(rows) }
     }
 
-    fn columns(&self) -> Vec<String> {
+    fn columns(&self) -> std::sync::Arc<[String]> {
         std::iter::once("time".to_string()).chain(self.fields.iter().map(|f| f.name.clone())).collect()
     }
 
@@ -397,6 +398,9 @@ impl Ctx<'_> {
             seen.sort_unstable();
             seen.windows(2).all(|w| w[0] != w[1])
         };
+        // Every column of the row, in its order (`SELECT *` when the tags sort before the fields): the
+        // row itself is the output, its first cell becoming the time.
+        let in_place = movable && direct.len() == n_tags + field_cols.len() && direct.iter().enumerate().all(|(i, d)| *d == Some(1 + i));
         let group_at: Vec<Option<usize>> =
             self.group_tags.iter().map(|g| tags.iter().position(|t| t.as_str() == g).map(|i| 1 + i)).collect();
         let mut groups: BTreeMap<Vec<String>, Vec<RawRow>> = BTreeMap::new();
@@ -418,15 +422,22 @@ impl Ctx<'_> {
                 let key: Vec<String> = group_at
                     .iter()
                     .map(|i| match i.map(|i| &row[i]) {
-                        Some(Cell::String(v)) => v.clone(),
+                        Some(Cell::String(v)) => v.to_string(),
                         _ => String::new(),
                     })
                     .collect();
                 current = Some((tag_cells.to_vec(), std::sync::Arc::from(series_key), key));
             }
             let Some((_, series_key, key)) = current.as_ref() else { continue };
-            let cells: Vec<Cell> = if movable {
-                direct.iter().flatten().map(|i| std::mem::replace(&mut row[*i], Cell::Null)).collect()
+            // The output row: time, then the columns.
+            let cells: Vec<Cell> = if in_place {
+                row[0] = Cell::Time(t);
+                row
+            } else if movable {
+                let mut cells = Vec::with_capacity(1 + direct.len());
+                cells.push(Cell::Time(t));
+                cells.extend(direct.iter().flatten().map(|i| std::mem::replace(&mut row[*i], Cell::Null)));
+                cells
             } else {
                 let tag_value = |name: &str| -> Cell {
                     tags.iter().position(|t| t.as_str() == name).map_or(Cell::Null, |i| row[1 + i].clone())
@@ -434,13 +445,11 @@ impl Ctx<'_> {
                 let field_value = |name: &str| -> Cell {
                     field_cols.iter().position(|f| *f == name).map_or(Cell::Null, |i| row[1 + n_tags + i].clone())
                 };
-                self.fields
-                    .iter()
-                    .zip(&direct)
-                    .map(|(f, d)| match d {
+                std::iter::once(Cell::Time(t))
+                    .chain(self.fields.iter().zip(&direct).map(|(f, d)| match d {
                         Some(i) => row[*i].clone(),
                         None => eval_raw(&f.expr, self.info, &tag_value, &field_value),
-                    })
+                    }))
                     .collect()
             };
             let entry = (t, series_key.clone(), cells);
@@ -458,11 +467,7 @@ impl Ctx<'_> {
             if self.s.order_desc {
                 rows.reverse();
             }
-            let rows: Vec<Vec<Cell>> = self
-                .limit_offset(rows)
-                .into_iter()
-                .map(|(t, _, cells)| std::iter::once(Cell::Time(t)).chain(cells).collect())
-                .collect();
+            let rows: Vec<Vec<Cell>> = self.limit_offset(rows).into_iter().map(|(_, _, cells)| cells).collect();
             if !rows.is_empty() {
                 out.push(self.series(&key, &columns, rows));
             }
@@ -486,6 +491,21 @@ impl Ctx<'_> {
             c.any(&mut |e| matches!(e, Expr::VarRef { name, data_type } if matches!(self.info.kind(name, *data_type), ColKind::Field(_))))
         });
         (every_field && !field_condition && n <= crate::provider::LAST_ROWS_MAX).then_some(n)
+    }
+
+    /// For `GROUP BY time(...) LIMIT n [OFFSET m]` in time order with no lower time bound (TSBS's
+    /// groupby-orderby-limit): the answer is the first `n + m` buckets from the earliest row, so only
+    /// their rows need reading. Not when a group could exist only later (`GROUP BY` a tag), when
+    /// `fill(none)` drops empty buckets (later ones move up) or `fill(linear)` looks past them.
+    fn head_buckets(&self, present_tags: &[&String]) -> Option<u64> {
+        let limit = self.s.limit.filter(|n| *n > 0)?;
+        let fill = self.s.fill.unwrap_or(Fill::Null);
+        let plain = self.bucket.is_some()
+            && !self.s.order_desc
+            && self.range.min.is_none()
+            && present_tags.is_empty()
+            && !matches!(fill, Fill::None | Fill::Linear);
+        plain.then(|| limit.checked_add(self.s.offset.unwrap_or(0))).flatten()
     }
 
     // ------------------------------------------------------------------ aggregate
@@ -568,8 +588,34 @@ impl Ctx<'_> {
             with_time: single_selector,
         };
         let native = if self.qe.influxql_native() { native::plan(self.qe.storage(), &shape) } else { None };
+        let storage = self.qe.storage();
         let rows = match native {
-            Some(plan) => native::run(self.qe.storage().clone(), plan).await?,
+            Some(mut plan) => {
+                let head = self.head_buckets(&present_tags).and_then(|n| native::narrow_to_head(storage, &mut plan, n));
+                let rows = native::run(storage.clone(), plan).await?;
+                // The narrowed read is the answer when the rows start where the bound said; otherwise
+                // (the earliest rows were deleted or had none of the fields) read the whole range.
+                let first_bucket = || {
+                    rows.iter()
+                        .filter(|r| !r[guard_start..first_agg].iter().all(|c| matches!(c, Cell::Integer(0))))
+                        .filter_map(|r| match r[present_tags.len()] {
+                            Cell::Integer(b) => Some(b),
+                            _ => None,
+                        })
+                        .min()
+                };
+                match head {
+                    Some(first) if first_bucket() != Some(first) => {
+                        #[cfg(test)]
+                        native::WIDENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        match native::plan(storage, &shape) {
+                            Some(plan) => native::run(storage.clone(), plan).await?,
+                            None => self.query(&sql).await?,
+                        }
+                    }
+                    _ => rows,
+                }
+            }
             None => self.query(&sql).await?,
         };
 
@@ -585,7 +631,7 @@ impl Ctx<'_> {
                 .iter()
                 .map(|g| match present_tags.iter().position(|t| *t == g) {
                     Some(i) => match &row[i] {
-                        Cell::String(v) => v.clone(),
+                        Cell::String(v) => v.to_string(),
                         _ => String::new(),
                     },
                     None => String::new(),
@@ -778,7 +824,7 @@ fn literal(e: &Expr) -> Cell {
         Expr::IntegerLit(v) => Cell::Integer(*v),
         Expr::UnsignedLit(v) => Cell::UInteger(*v),
         Expr::NumberLit(v) => Cell::Float(*v),
-        Expr::StringLit(s) => Cell::String(s.clone()),
+        Expr::StringLit(s) => Cell::String(s.as_str().into()),
         Expr::BooleanLit(b) => Cell::Boolean(*b),
         Expr::DurationLit(v) => Cell::Integer(*v),
         _ => Cell::Null,

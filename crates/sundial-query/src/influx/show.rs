@@ -14,7 +14,7 @@ pub fn run(qe: &QueryEngine, db: Option<&str>, st: &Statement, now_ns: i64) -> R
     let engine = qe.storage();
     match st {
         Statement::ShowDatabases => {
-            let names: Vec<Vec<Cell>> = engine.catalog().dbs().iter().map(|d| vec![Cell::String(d.name.to_string())]).collect();
+            let names: Vec<Vec<Cell>> = engine.catalog().dbs().iter().map(|d| vec![Cell::String(d.name.as_ref().into())]).collect();
             Ok(one("databases", &["name"], names))
         }
         Statement::CreateDatabase(c) => {
@@ -64,8 +64,8 @@ pub fn run(qe: &QueryEngine, db: Option<&str>, st: &Statement, now_ns: i64) -> R
             let d = cat.db(db).ok_or_else(|| format!("database not found: {db}"))?;
             let row = vec![
                 Cell::String(AUTOGEN.into()),
-                Cell::String(go_duration(d.retention_ns)),
-                Cell::String(go_duration(shard_group_ns(d.retention_ns))),
+                Cell::String(go_duration(d.retention_ns).into()),
+                Cell::String(go_duration(shard_group_ns(d.retention_ns)).into()),
                 Cell::Integer(1),
                 Cell::Boolean(true),
             ];
@@ -89,7 +89,7 @@ pub fn run(qe: &QueryEngine, db: Option<&str>, st: &Statement, now_ns: i64) -> R
                         continue;
                     }
                 }
-                rows.push(vec![Cell::String(t.name.to_string())]);
+                rows.push(vec![Cell::String(t.name.as_ref().into())]);
             }
             let rows = limit(rows, s.limit, s.offset);
             Ok(if rows.is_empty() { StatementResult::default() } else { one("measurements", &["name"], rows) })
@@ -105,7 +105,7 @@ pub fn run(qe: &QueryEngine, db: Option<&str>, st: &Statement, now_ns: i64) -> R
                     let m = key_matcher(f)?;
                     keys.retain(|k| m(k));
                 }
-                let rows = limit(keys.into_iter().map(|k| vec![Cell::String(k)]).collect(), s.limit, s.offset);
+                let rows = limit(keys.into_iter().map(|k| vec![Cell::String(k.into())]).collect(), s.limit, s.offset);
                 if !rows.is_empty() {
                     series.push(named(&t.name, &["tagKey"], rows));
                 }
@@ -133,7 +133,7 @@ pub fn run(qe: &QueryEngine, db: Option<&str>, st: &Statement, now_ns: i64) -> R
                 }
                 pairs.sort();
                 pairs.dedup();
-                let rows = pairs.into_iter().map(|(k, v)| vec![Cell::String(k), Cell::String(v)]).collect();
+                let rows = pairs.into_iter().map(|(k, v)| vec![Cell::String(k.into()), Cell::String(v.into())]).collect();
                 let rows = limit(rows, s.limit, s.offset);
                 if !rows.is_empty() {
                     series.push(named(&t.name, &["key", "value"], rows));
@@ -156,7 +156,7 @@ pub fn run(qe: &QueryEngine, db: Option<&str>, st: &Statement, now_ns: i64) -> R
                     })
                     .collect();
                 fields.sort();
-                let rows = fields.into_iter().map(|(k, ty)| vec![Cell::String(k), Cell::String(ty.into())]).collect();
+                let rows = fields.into_iter().map(|(k, ty)| vec![Cell::String(k.into()), Cell::String(ty.into())]).collect();
                 let rows = limit(rows, s.limit, s.offset);
                 if !rows.is_empty() {
                     series.push(named(&t.name, &["fieldKey", "fieldType"], rows));
@@ -178,7 +178,7 @@ pub fn run(qe: &QueryEngine, db: Option<&str>, st: &Statement, now_ns: i64) -> R
                 }
             }
             keys.sort();
-            let rows = limit(keys.into_iter().map(|k| vec![Cell::String(k)]).collect(), s.limit, s.offset);
+            let rows = limit(keys.into_iter().map(|k| vec![Cell::String(k.into())]).collect(), s.limit, s.offset);
             Ok(if rows.is_empty() { StatementResult::default() } else { one("", &["key"], rows) })
         }
         Statement::Delete(d) => delete(qe, db, &d.from, d.condition.as_ref(), false, now_ns),
@@ -238,13 +238,13 @@ fn one(name: &str, columns: &[&str], rows: Vec<Vec<Cell>>) -> StatementResult {
     StatementResult::series(vec![Series {
         name: name.to_string(),
         tags: None,
-        columns: columns.iter().map(|c| c.to_string()).collect(),
+        columns: columns.iter().map(|c| c.to_string()).collect::<Vec<_>>().into(),
         values,
     }])
 }
 
 fn named(name: &str, columns: &[&str], rows: Vec<Vec<Cell>>) -> Series {
-    Series { name: name.to_string(), tags: None, columns: columns.iter().map(|c| c.to_string()).collect(), values: Some(rows) }
+    Series { name: name.to_string(), tags: None, columns: columns.iter().map(|c| c.to_string()).collect::<Vec<_>>().into(), values: Some(rows) }
 }
 
 fn limit<T>(rows: Vec<T>, limit: Option<u64>, offset: Option<u64>) -> Vec<T> {

@@ -115,20 +115,31 @@ pub fn parse_time_literal_parts(s: &str) -> Option<TimeLiteralParts> {
 /// Formats nanoseconds since the epoch as RFC 3339 in UTC with the shortest exact fraction, as
 /// InfluxDB prints times: `2016-01-01T00:00:00Z`, `2016-01-01T00:00:00.5Z`.
 pub fn format_time_rfc3339(ns: i64) -> String {
+    let mut out = String::with_capacity(30);
+    write_time_rfc3339(&mut out, ns);
+    out
+}
+
+/// [`format_time_rfc3339`] appended to `out` (a result renders one per row: no allocation each).
+pub fn write_time_rfc3339(out: &mut String, ns: i64) {
+    use std::fmt::Write;
     let ns = i128::from(ns);
     let secs = ns.div_euclid(NS_PER_SEC);
     let nanos = ns.rem_euclid(NS_PER_SEC);
     let days = secs.div_euclid(SECS_PER_DAY);
     let sod = secs.rem_euclid(SECS_PER_DAY);
     let (year, month, day) = civil_from_days(days);
-    let mut out = format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}", sod / 3600, sod / 60 % 60, sod % 60);
+    let _ = write!(out, "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}", sod / 3600, sod / 60 % 60, sod % 60);
     if nanos != 0 {
-        let frac = format!("{nanos:09}");
-        out.push('.');
-        out.push_str(frac.trim_end_matches('0'));
+        let mut digits = 9;
+        let mut frac = nanos;
+        while frac % 10 == 0 {
+            frac /= 10;
+            digits -= 1;
+        }
+        let _ = write!(out, ".{frac:0digits$}");
     }
     out.push('Z');
-    out
 }
 
 struct Cursor<'a> {
