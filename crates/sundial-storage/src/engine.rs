@@ -555,9 +555,9 @@ impl Engine {
     /// A time no later than the earliest row of any of `series` in `[ts_min, ts_max]`, from block
     /// metadata and memtable bounds, decoding and copying nothing; `None` when no source has rows
     /// there (`series` ascending). Only a bound: rows a delete hides, or whose columns are all null,
-    /// count too. For reads
-    /// that want only the first rows (InfluxQL's `GROUP BY time(...) LIMIT n` without a lower time
-    /// bound): read up to a bound derived from it, then check the answer starts where it said.
+    /// count too. For reads that want only the first rows (InfluxQL's `GROUP BY time(...) LIMIT n`
+    /// without a lower time bound): read up to a bound derived from it, then check the answer starts
+    /// where it said.
     pub fn earliest_bound(&self, db: DbId, table: TableId, series: &[SeriesId], ts_min: i64, ts_max: i64) -> Result<Option<i64>> {
         let ts_min = ts_min.max(self.inner.retention_cutoff(db));
         let mut best: Option<i64> = None;

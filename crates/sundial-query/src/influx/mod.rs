@@ -40,6 +40,11 @@ pub const TOP_N_MAX: usize = 10_000;
 /// largest raw answer, high-cpu-all at 4,000 hosts, is about 1.5 M rows.
 pub const RESULT_ROWS_MAX: usize = 4_000_000;
 
+/// The error of a statement over [`RESULT_ROWS_MAX`]: the limit and what to do.
+pub(crate) fn too_many_rows() -> String {
+    format!("the query selects more than {RESULT_ROWS_MAX} rows: narrow the time range or add LIMIT")
+}
+
 /// One series of a statement's result.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Series {

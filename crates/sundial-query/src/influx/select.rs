@@ -21,7 +21,7 @@ use sundial_storage::types::FieldType;
 
 use super::cell::{Cell, CellColumn, arithmetic, negate};
 use super::cond::{self, ColKind, TableInfo, TimeRange, ident};
-use super::{BUCKETS_PER_SERIES_MAX, RESULT_ROWS_MAX, Series, StatementResult, TOP_N_MAX, database};
+use super::{BUCKETS_PER_SERIES_MAX, RESULT_ROWS_MAX, Series, StatementResult, TOP_N_MAX, database, too_many_rows};
 use crate::QueryEngine;
 use crate::influxql::{Dimension, Expr, Fill, MeasurementName, SelectStatement, Source, TimeOffset, WildcardType};
 
@@ -291,7 +291,7 @@ impl Ctx<'_> {
         let mut rows = Vec::new();
         for b in &out.batches {
             if rows.len() + b.num_rows() > RESULT_ROWS_MAX {
-                return Err(format!("the query selects more than {RESULT_ROWS_MAX} rows: narrow the time range or add LIMIT"));
+                return Err(too_many_rows());
             }
             let cols = b.columns().iter().map(CellColumn::new).collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
             for r in 0..b.num_rows() {
@@ -588,34 +588,8 @@ impl Ctx<'_> {
             with_time: single_selector,
         };
         let native = if self.qe.influxql_native() { native::plan(self.qe.storage(), &shape) } else { None };
-        let storage = self.qe.storage();
         let rows = match native {
-            Some(mut plan) => {
-                let head = self.head_buckets(&present_tags).and_then(|n| native::narrow_to_head(storage, &mut plan, n));
-                let rows = native::run(storage.clone(), plan).await?;
-                // The narrowed read is the answer when the rows start where the bound said; otherwise
-                // (the earliest rows were deleted or had none of the fields) read the whole range.
-                let first_bucket = || {
-                    rows.iter()
-                        .filter(|r| !r[guard_start..first_agg].iter().all(|c| matches!(c, Cell::Integer(0))))
-                        .filter_map(|r| match r[present_tags.len()] {
-                            Cell::Integer(b) => Some(b),
-                            _ => None,
-                        })
-                        .min()
-                };
-                match head {
-                    Some(first) if first_bucket() != Some(first) => {
-                        #[cfg(test)]
-                        native::WIDENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        match native::plan(storage, &shape) {
-                            Some(plan) => native::run(storage.clone(), plan).await?,
-                            None => self.query(&sql).await?,
-                        }
-                    }
-                    _ => rows,
-                }
-            }
+            Some(plan) => native::run(self.qe.storage().clone(), plan, self.head_buckets(&present_tags)).await?,
             None => self.query(&sql).await?,
         };
 
@@ -678,10 +652,7 @@ impl Ctx<'_> {
         };
 
         // Complete the buckets from the first to the last of the range.
-        let floor = |t: i64| {
-            let (_, offset) = self.bucket.unwrap_or((1, 0));
-            t - (t - offset).rem_euclid(interval)
-        };
+        let floor = |t: i64| bucket_start(t, interval, self.bucket.map_or(0, |(_, offset)| offset));
         let first = match self.range.min {
             Some(t) => floor(t),
             None => groups.values().filter_map(|b| b.keys().next().copied()).min().unwrap_or(0),
@@ -716,6 +687,12 @@ impl Ctx<'_> {
         }
         Ok(out)
     }
+}
+
+/// The start of the `time(interval, offset)` bucket holding `t`: buckets are aligned to the epoch plus
+/// the offset, as InfluxDB has them.
+fn bucket_start(t: i64, interval: i64, offset: i64) -> i64 {
+    t - (t - offset).rem_euclid(interval)
 }
 
 /// The rows of a function that answers several per group: `distinct()` (values, at `time`, sorted) or

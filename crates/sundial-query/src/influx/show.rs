@@ -238,13 +238,13 @@ fn one(name: &str, columns: &[&str], rows: Vec<Vec<Cell>>) -> StatementResult {
     StatementResult::series(vec![Series {
         name: name.to_string(),
         tags: None,
-        columns: columns.iter().map(|c| c.to_string()).collect::<Vec<_>>().into(),
+        columns: columns.iter().map(|c| c.to_string()).collect(),
         values,
     }])
 }
 
 fn named(name: &str, columns: &[&str], rows: Vec<Vec<Cell>>) -> Series {
-    Series { name: name.to_string(), tags: None, columns: columns.iter().map(|c| c.to_string()).collect::<Vec<_>>().into(), values: Some(rows) }
+    Series { name: name.to_string(), tags: None, columns: columns.iter().map(|c| c.to_string()).collect(), values: Some(rows) }
 }
 
 fn limit<T>(rows: Vec<T>, limit: Option<u64>, offset: Option<u64>) -> Vec<T> {

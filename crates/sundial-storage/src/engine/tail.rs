@@ -58,13 +58,16 @@ impl TailSnapshot {
     pub fn read_series(&self, series: SeriesId) -> Result<Option<SeriesRows>> {
         let s = &self.snap;
         let mut sources = Vec::new();
-        // Segments without deleted rows: their blocks of the series inside the range, oldest first.
-        let mut clean: Vec<(&Segment, SeriesBlocks)> = Vec::new();
+        // Segments without deleted rows: their blocks of the series, and the end of the newest one
+        // touching the range when it ends inside it (the newest row the segment surely holds there).
+        let mut clean: Vec<(&Segment, SeriesBlocks, Option<i64>)> = Vec::new();
         // A source with rows hidden by a delete is read whole and filtered: its tail may be all deleted.
         for seg in &s.segments {
             let hiding = s.hiding(series, seg.id.generation, seg.id.tombstones_applied);
             if hiding.is_empty() {
-                clean.push((seg, seg.series_blocks(series)?));
+                let blocks = seg.series_blocks(series)?;
+                let known = blocks.iter().rev().find(|b| self.touches(b)).map(|b| b.ts_max).filter(|t| *t <= s.ts_max);
+                clean.push((seg, blocks, known));
                 continue;
             }
             for mut r in seg.read_series(series, s.ts_min, s.ts_max, &s.cols)? {
@@ -75,11 +78,9 @@ impl TailSnapshot {
         // The last row is at or after the newest row a clean segment surely holds in the range (its
         // newest block ending inside it): a segment whose newest block ends before that has no part
         // in it (a series over many day partitions reads one segment, not all).
-        let newest = |blocks: &SeriesBlocks| blocks.iter().rev().find(|b| b.ts_max >= s.ts_min && b.ts_min <= s.ts_max).map(|b| b.ts_max);
-        let known = |blocks: &SeriesBlocks| newest(blocks).filter(|t| *t <= s.ts_max);
-        let floor = if self.n == 1 { clean.iter().filter_map(|(_, b)| known(b)).max() } else { None };
-        for (seg, blocks) in &clean {
-            if floor.is_some_and(|f| known(blocks).is_some_and(|t| t < f)) {
+        let floor = if self.n == 1 { clean.iter().filter_map(|(_, _, known)| *known).max() } else { None };
+        for (seg, blocks, known) in &clean {
+            if floor.is_some_and(|f| known.is_some_and(|t| t < f)) {
                 continue;
             }
             sources.extend(self.segment_tail(seg, series, blocks)?);
@@ -114,11 +115,16 @@ impl TailSnapshot {
         Ok(Some(merged))
     }
 
+    /// Whether a block holds times inside the range.
+    fn touches(&self, b: &BlockMeta) -> bool {
+        b.ts_max >= self.snap.ts_min && b.ts_min <= self.snap.ts_max
+    }
+
     /// The rows of `seg` that can be among the last `n` of `series` in the range, oldest first, from
     /// `all` its blocks of the series.
     fn segment_tail(&self, seg: &Segment, series: SeriesId, all: &SeriesBlocks) -> Result<Vec<SeriesRows>> {
         let s = &self.snap;
-        let blocks: Vec<&BlockMeta> = all.iter().filter(|b| b.ts_max >= s.ts_min && b.ts_min <= s.ts_max).collect();
+        let blocks: Vec<&BlockMeta> = all.iter().filter(|b| self.touches(b)).collect();
         let Some(newest) = blocks.last() else { return Ok(Vec::new()) };
         if self.n == 1
             && let Some(row) = last_row_from_stats(newest, series, s.ts_max, &s.cols)

@@ -26,8 +26,8 @@ use sundial_storage::Engine;
 use sundial_storage::catalog::{Catalog, ColId, ColumnKind, DbId, SeriesId, TableCatalog, TableId};
 use sundial_storage::types::{ColumnValues, FieldType};
 
-use super::{Call, Func, compile};
-use crate::influx::RESULT_ROWS_MAX;
+use super::{Call, Func, bucket_start, compile};
+use crate::influx::{RESULT_ROWS_MAX, too_many_rows};
 use crate::influx::cell::Cell;
 use crate::influx::cond::{ColKind, TableInfo, TimeRange, flip};
 use crate::influxql::{BinaryOp, Expr};
@@ -38,7 +38,7 @@ const PARALLEL_MIN_SERIES: usize = 8;
 /// Statements planned here (the differential test checks it answered them, not the SQL path).
 #[cfg(test)]
 pub(super) static PLANNED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-/// Statements whose read was narrowed to their first buckets ([`narrow_to_head`]).
+/// Statements whose read was narrowed to their first buckets ([`head_bound`]).
 #[cfg(test)]
 pub(super) static NARROWED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// Narrowed statements whose answer did not start at the bound, read again whole.
@@ -192,20 +192,16 @@ pub(super) fn plan(engine: &Engine, shape: &Shape) -> Option<Plan> {
     })
 }
 
-/// Narrows an aggregate plan grouped by `time()` to its first `buckets` buckets, counted from the
-/// earliest row the storage knows of (see `Ctx::head_buckets`), and returns where they start: the
-/// caller checks its answer starts there (the bound can be early: deleted rows, rows without the
-/// fields). `None`: nothing to narrow.
-pub(super) fn narrow_to_head(engine: &Engine, plan: &mut Plan, buckets: u64) -> Option<i64> {
+/// For a plan grouped by `time()`: its first `buckets` buckets, counted from the earliest row the
+/// storage knows of (see `Ctx::head_buckets`), as (where they start, the last time in them). `None`:
+/// nothing to narrow.
+fn head_bound(engine: &Engine, plan: &Plan, buckets: u64) -> Option<(i64, i64)> {
     let (interval, offset) = plan.bucket?;
-    let sc = &mut plan.scope;
+    let sc = &plan.scope;
     let t = engine.earliest_bound(sc.db, sc.table, &sc.series, sc.lo, sc.hi).ok()??;
-    let first = t - (t - offset).rem_euclid(interval);
+    let first = bucket_start(t, interval, offset);
     let end = first.checked_add(interval.checked_mul(i64::try_from(buckets).ok()?)?)?;
-    sc.hi = sc.hi.min(end - 1);
-    #[cfg(test)]
-    NARROWED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Some(first)
+    Some((first, sc.hi.min(end - 1)))
 }
 
 /// Resolves what both kinds of plan read: the series the condition selects, the time bounds and the
@@ -323,15 +319,7 @@ impl Pred {
             Pred::Eq(c, v) => tag(*c) == Some(v.as_str()),
             Pred::NotEq(c, v) => tag(*c) != Some(v.as_str()),
             Pred::Missing(c, missing) => tag(*c).is_none() == *missing,
-            Pred::Cmp(c, op, v) => {
-                let o = tag(*c).unwrap_or("").cmp(v.as_str());
-                match op {
-                    BinaryOp::Lt => o.is_lt(),
-                    BinaryOp::LtEq => o.is_le(),
-                    BinaryOp::Gt => o.is_gt(),
-                    _ => o.is_ge(),
-                }
-            }
+            Pred::Cmp(c, op, v) => holds(*op, tag(*c).unwrap_or("").cmp(v.as_str())),
             Pred::Regex(c, re, negate) => re.is_match(c.and_then(tag).unwrap_or("")) != *negate,
             Pred::Field(..) => return None,
         })
@@ -371,14 +359,7 @@ impl Pred {
             Pred::Field(f, op, n) => match cols.get(*f).and_then(Option::as_ref) {
                 None => vec![false; range.len()],
                 Some(c) => {
-                    let test = |o: Ordering| match op {
-                        BinaryOp::Eq => o.is_eq(),
-                        BinaryOp::NotEq => o.is_ne(),
-                        BinaryOp::Lt => o.is_lt(),
-                        BinaryOp::LtEq => o.is_le(),
-                        BinaryOp::Gt => o.is_gt(),
-                        _ => o.is_ge(),
-                    };
+                    let test = |o: Ordering| holds(*op, o);
                     let valid = &c.validity[range.clone()];
                     match (&c.values, *n) {
                         (ColumnValues::Integer(v), Number::Int(n)) => {
@@ -400,6 +381,18 @@ impl Pred {
             },
             other => vec![other.eval(&|_| None).unwrap_or(false); range.len()],
         }
+    }
+}
+
+/// Whether `a <op> b` holds for `a.cmp(b) == o` (`op` a comparison other than a regex match).
+fn holds(op: BinaryOp, o: Ordering) -> bool {
+    match op {
+        BinaryOp::Eq => o.is_eq(),
+        BinaryOp::NotEq => o.is_ne(),
+        BinaryOp::Lt => o.is_lt(),
+        BinaryOp::LtEq => o.is_le(),
+        BinaryOp::Gt => o.is_gt(),
+        _ => o.is_ge(),
     }
 }
 
@@ -810,6 +803,11 @@ impl Folded {
         i
     }
 
+    /// The earliest bucket holding a row with one of the fields set (the first the answer shows).
+    fn first_bucket(&self) -> Option<i64> {
+        self.keys.iter().zip(&self.rows).filter(|(_, rows)| **rows > 0).map(|((_, bucket), _)| *bucket).min()
+    }
+
     fn merge(&mut self, other: Folded) {
         let n = self.template.len();
         for (j, (g, b)) in other.keys.iter().enumerate() {
@@ -822,27 +820,33 @@ impl Folded {
     }
 }
 
+/// A read of a plan's rows up to `hi` (its range's end, or the end of its first buckets).
+struct Read {
+    plan: Arc<Plan>,
+    hi: i64,
+}
+
 /// Folds the series `plan.scope.series[range]` (one task's share).
-fn fold(engine: &Engine, plan: &Plan, range: std::ops::Range<usize>) -> Result<Folded, String> {
+fn fold(engine: &Engine, read: &Read, range: std::ops::Range<usize>) -> Result<Folded, String> {
+    let (plan, hi) = (&*read.plan, read.hi);
     let mut out = Folded::new(plan);
     let sc = &plan.scope;
     let series = &sc.series[range.clone()];
-    let snap = engine.snapshot(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields);
+    let snap = engine.snapshot(sc.db, sc.table, series, sc.lo, hi, &sc.fields);
     let nf = sc.fields.len();
     for (k, sid) in series.iter().enumerate() {
         let i = range.start + k;
         let Some(rows) = snap.read_series(*sid).map_err(|e| e.to_string())? else { continue };
         let ts = &rows.ts;
         let start = ts.partition_point(|t| *t < sc.lo);
-        let end = ts.partition_point(|t| *t <= sc.hi);
+        let end = ts.partition_point(|t| *t <= hi);
         let (group, rank) = (plan.group_of[i], plan.rank[i]);
         let mut a = start;
         while a < end {
             let (bucket, b) = match plan.bucket {
                 None => (0, end),
                 Some((interval, offset)) => {
-                    let t = ts[a];
-                    let first = t - (t - offset).rem_euclid(interval);
+                    let first = bucket_start(ts[a], interval, offset);
                     let limit = first.saturating_add(interval);
                     (first, a + ts[a..end].partition_point(|t| *t < limit))
                 }
@@ -892,20 +896,40 @@ async fn in_parts<P: Send + Sync + 'static, T: Send + 'static>(
     Ok(parts)
 }
 
-/// Runs the plan: the rows the SQL of `Ctx::aggregate` would return.
-pub(super) async fn run(engine: Arc<Engine>, plan: Plan) -> Result<Vec<Vec<Cell>>, String> {
+/// Runs the plan: the rows the SQL of `Ctx::aggregate` would return. With `head` (see
+/// `Ctx::head_buckets`), only the first `head` buckets from the earliest row the storage knows of are
+/// read; the whole range is read when the answer does not start at that bucket (the bound can be
+/// early: rows deleted, or without the fields).
+pub(super) async fn run(engine: Arc<Engine>, plan: Plan, head: Option<u64>) -> Result<Vec<Vec<Cell>>, String> {
     let plan = Arc::new(plan);
-    let mut parts = in_parts(engine, plan.clone(), plan.scope.series.len(), fold).await?.into_iter();
+    if let Some((first, hi)) = head.and_then(|n| head_bound(&engine, &plan, n)) {
+        #[cfg(test)]
+        NARROWED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let folded = fold_to(engine.clone(), &plan, hi).await?;
+        if folded.first_bucket() == Some(first) {
+            return rows(&plan, folded);
+        }
+        #[cfg(test)]
+        WIDENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    let folded = fold_to(engine, &plan, plan.scope.hi).await?;
+    rows(&plan, folded)
+}
+
+/// The plan's rows up to `hi`, folded over [`in_parts`] and merged.
+async fn fold_to(engine: Arc<Engine>, plan: &Arc<Plan>, hi: i64) -> Result<Folded, String> {
+    let read = Arc::new(Read { plan: plan.clone(), hi });
+    let mut parts = in_parts(engine, read, plan.scope.series.len(), fold).await?.into_iter();
     let mut total = parts.next().expect("at least one part");
     for part in parts {
         total.merge(part);
     }
-    rows(&plan, total)
+    Ok(total)
 }
 
 fn rows(plan: &Plan, folded: Folded) -> Result<Vec<Vec<Cell>>, String> {
     if folded.keys.len() > RESULT_ROWS_MAX {
-        return Err(format!("the query selects more than {RESULT_ROWS_MAX} rows: narrow the time range or add LIMIT"));
+        return Err(too_many_rows());
     }
     let nf = folded.template.len();
     let mut out = Vec::with_capacity(folded.keys.len());
@@ -1021,7 +1045,7 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
                 continue;
             }
             if out.len() == RESULT_ROWS_MAX {
-                return Err(format!("the query selects more than {RESULT_ROWS_MAX} rows: narrow the time range or add LIMIT"));
+                return Err(too_many_rows());
             }
             let mut row = Vec::with_capacity(1 + tags.len() + selected.len());
             row.push(Cell::Integer(rows.ts[r]));
@@ -1052,7 +1076,7 @@ pub(super) async fn run_raw(engine: Arc<Engine>, plan: RawPlan) -> Result<Vec<Ve
     for part in in_parts(engine, Arc::new(plan), n, raw_rows).await? {
         out.extend(part);
         if out.len() > RESULT_ROWS_MAX {
-            return Err(format!("the query selects more than {RESULT_ROWS_MAX} rows: narrow the time range or add LIMIT"));
+            return Err(too_many_rows());
         }
     }
     Ok(out)
@@ -1197,7 +1221,7 @@ mod tests {
                 wh = vec![format!("time >= {lo}"), format!("time < {hi}")];
             }
         }
-        // The first buckets only (no lower bound, in time order): `narrow_to_head`.
+        // The first buckets only (no lower bound, in time order): `head_bound`.
         if g.contains("time(") && rng.below(3) == 0 {
             wh.retain(|c| !c.starts_with("time >="));
             wh.insert(0, format!("time < {hi}"));
