@@ -96,11 +96,13 @@ pub fn render(results: &[StatementResult], epoch: Option<i64>) -> String {
         let _ = write!(out, "{{\"statement_id\":{i}");
         if !r.series.is_empty() {
             out.push_str(",\"series\":[");
+            // Series of one statement share their column list (one `Arc`): rendered once, then copied.
+            let mut columns: Option<(&std::sync::Arc<[String]>, String)> = None;
             for (j, s) in r.series.iter().enumerate() {
                 if j > 0 {
                     out.push(',');
                 }
-                render_series(&mut out, s, epoch);
+                render_series(&mut out, s, epoch, &mut columns);
             }
             out.push(']');
         }
@@ -114,7 +116,7 @@ pub fn render(results: &[StatementResult], epoch: Option<i64>) -> String {
     out
 }
 
-fn render_series(out: &mut String, s: &Series, epoch: Option<i64>) {
+fn render_series<'s>(out: &mut String, s: &'s Series, epoch: Option<i64>, columns: &mut Option<(&'s std::sync::Arc<[String]>, String)>) {
     out.push('{');
     let mut first = true;
     let mut sep = |out: &mut String| {
@@ -142,14 +144,21 @@ fn render_series(out: &mut String, s: &Series, epoch: Option<i64>) {
         out.push('}');
     }
     sep(out);
-    out.push_str("\"columns\":[");
-    for (i, c) in s.columns.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
+    match columns {
+        Some((shared, json)) if std::sync::Arc::ptr_eq(shared, &s.columns) => out.push_str(json),
+        _ => {
+            let mut json = String::from("\"columns\":[");
+            for (i, c) in s.columns.iter().enumerate() {
+                if i > 0 {
+                    json.push(',');
+                }
+                push_str(&mut json, c);
+            }
+            json.push(']');
+            out.push_str(&json);
+            *columns = Some((&s.columns, json));
         }
-        push_str(out, c);
     }
-    out.push(']');
     if let Some(values) = &s.values {
         out.push_str(",\"values\":[");
         for (i, row) in values.iter().enumerate() {
@@ -209,6 +218,25 @@ fn push_str(out: &mut String, s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn series_sharing_a_column_list_render_it_each() {
+        let shared: std::sync::Arc<[String]> = vec!["time".to_string(), "a\"b".to_string()].into();
+        let other: std::sync::Arc<[String]> = vec!["time".to_string(), "c".to_string()].into();
+        let series = |columns: &std::sync::Arc<[String]>, v: i64| Series {
+            name: "m".into(),
+            tags: None,
+            columns: columns.clone(),
+            values: Some(vec![vec![Cell::Time(0), Cell::Integer(v)]]),
+        };
+        let r = vec![StatementResult::series(vec![series(&shared, 1), series(&shared, 2), series(&other, 3), series(&shared, 4)])];
+        let row = |cols: &str, v: i64| format!(r#"{{"name":"m","columns":[{cols}],"values":[["1970-01-01T00:00:00Z",{v}]]}}"#);
+        let (ab, c) = (r#""time","a\"b""#, r#""time","c""#);
+        assert_eq!(
+            render(&r, None),
+            format!(r#"{{"results":[{{"statement_id":0,"series":[{},{},{},{}]}}]}}"#, row(ab, 1), row(ab, 2), row(c, 3), row(ab, 4))
+        );
+    }
 
     #[test]
     fn renders_influxdb_shape() {

@@ -279,9 +279,9 @@ struct Ctx<'a> {
     cond_sql: Option<String>,
 }
 
-/// Rows of one series while it is being built: (time, series key for tie order, output cells, time
-/// first).
-type RawRow = (i64, std::sync::Arc<str>, Vec<Cell>);
+/// Rows of one series while it is being built: (time, series number (its key orders ties), output
+/// cells, time first).
+type RawRow = (i64, u32, Vec<Cell>);
 
 impl Ctx<'_> {
     /// Runs `sql` on the database and returns its rows as cells.
@@ -404,31 +404,24 @@ impl Ctx<'_> {
         let group_at: Vec<Option<usize>> =
             self.group_tags.iter().map(|g| tags.iter().position(|t| t.as_str() == g).map(|i| 1 + i)).collect();
         let mut groups: BTreeMap<Vec<String>, Vec<RawRow>> = BTreeMap::new();
-        // Rows arrive series by series: the series and group keys are rebuilt only when the tags change.
-        let mut current: Option<(Vec<Cell>, std::sync::Arc<str>, Vec<String>)> = None;
+        // Rows arrive series by series: a series is numbered, and its group key rebuilt, only when the
+        // tags change. Its key string (the tie order among series) is built only if a group needs sorting.
+        let mut series_tags: Vec<Vec<Cell>> = Vec::new();
+        let mut key: Vec<String> = Vec::new();
         for mut row in rows {
             let Cell::Integer(t) = row[0] else { continue };
             let tag_cells = &row[1..1 + n_tags];
-            if current.as_ref().is_none_or(|(seen, _, _)| seen.as_slice() != tag_cells) {
-                let mut series_key = String::new();
-                for (i, t) in tags.iter().enumerate() {
-                    if let Cell::String(v) = &row[1 + i] {
-                        series_key.push_str(t);
-                        series_key.push('=');
-                        series_key.push_str(v);
-                        series_key.push(',');
-                    }
-                }
-                let key: Vec<String> = group_at
+            if series_tags.last().is_none_or(|seen| seen.as_slice() != tag_cells) {
+                key = group_at
                     .iter()
                     .map(|i| match i.map(|i| &row[i]) {
                         Some(Cell::String(v)) => v.to_string(),
                         _ => String::new(),
                     })
                     .collect();
-                current = Some((tag_cells.to_vec(), std::sync::Arc::from(series_key), key));
+                series_tags.push(tag_cells.to_vec());
             }
-            let Some((_, series_key, key)) = current.as_ref() else { continue };
+            let series = series_tags.len() as u32 - 1;
             // The output row: time, then the columns.
             let cells: Vec<Cell> = if in_place {
                 row[0] = Cell::Time(t);
@@ -452,18 +445,40 @@ impl Ctx<'_> {
                     }))
                     .collect()
             };
-            let entry = (t, series_key.clone(), cells);
-            match groups.get_mut(key) {
+            let entry = (t, series, cells);
+            match groups.get_mut(&key) {
                 Some(rows) => rows.push(entry),
                 None => {
                     groups.insert(key.clone(), vec![entry]);
                 }
             }
         }
+        // Series keys, for groups of several rows: rows of equal time sort by series key.
+        let series_keys: Vec<String> = if groups.values().any(|rows| rows.len() > 1) {
+            series_tags
+                .iter()
+                .map(|cells| {
+                    let mut series_key = String::new();
+                    for (t, cell) in tags.iter().zip(cells) {
+                        if let Cell::String(v) = cell {
+                            series_key.push_str(t);
+                            series_key.push('=');
+                            series_key.push_str(v);
+                            series_key.push(',');
+                        }
+                    }
+                    series_key
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let columns = self.columns();
         let mut out = Vec::with_capacity(groups.len());
         for (key, mut rows) in groups {
-            rows.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+            if rows.len() > 1 {
+                rows.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| series_keys[a.1 as usize].cmp(&series_keys[b.1 as usize])));
+            }
             if self.s.order_desc {
                 rows.reverse();
             }
@@ -596,32 +611,46 @@ impl Ctx<'_> {
         // group key → bucket (or 0) → (output cells, selected point's time)
         type Buckets = BTreeMap<i64, (Vec<Cell>, Option<i64>)>;
         let mut groups: BTreeMap<Vec<String>, Buckets> = BTreeMap::new();
+        let outs: Vec<AggOut> = self.fields.iter().map(|f| AggOut::new(&f.expr, self.info, &calls)).collect();
+        let key_at: Vec<Option<usize>> = self.group_tags.iter().map(|g| present_tags.iter().position(|t| *t == g)).collect();
+        let n_tags = present_tags.len();
+        // Rows of a group mostly arrive together (the native path returns them group by group): the key
+        // is built, and the group looked up, when the row's tag cells differ from the previous row's.
+        let mut open: Option<(Vec<Cell>, Vec<String>, Buckets)> = None;
+        let mut values: Vec<(Cell, Option<i64>)> = Vec::with_capacity(calls.len());
         for row in rows {
             if row[guard_start..first_agg].iter().all(|c| matches!(c, Cell::Integer(0))) {
                 continue; // no value of any field: the group does not exist
             }
-            let key: Vec<String> = self
-                .group_tags
-                .iter()
-                .map(|g| match present_tags.iter().position(|t| *t == g) {
-                    Some(i) => match &row[i] {
-                        Cell::String(v) => v.to_string(),
-                        _ => String::new(),
-                    },
-                    None => String::new(),
-                })
-                .collect();
             let bucket = match self.bucket {
-                Some(_) => match row[present_tags.len()] {
+                Some(_) => match row[n_tags] {
                     Cell::Integer(b) => b,
                     _ => continue,
                 },
                 None => 0,
             };
-            let values: Vec<(Cell, Option<i64>)> = calls.iter().zip(&slots).map(|(c, &i)| c.value(&row[i..], single_selector)).collect();
+            if open.as_ref().is_none_or(|(tags, _, _)| tags[..] != row[..n_tags]) {
+                let key: Vec<String> = key_at
+                    .iter()
+                    .map(|i| match i.map(|i| &row[i]) {
+                        Some(Cell::String(v)) => v.to_string(),
+                        _ => String::new(),
+                    })
+                    .collect();
+                if let Some((_, key, buckets)) = open.replace((row[..n_tags].to_vec(), key, Buckets::new())) {
+                    groups.entry(key).or_default().extend(buckets);
+                }
+            }
+            values.clear();
+            values.extend(calls.iter().zip(&slots).map(|(c, &i)| c.value(&row[i..], single_selector)));
             let point_time = if single_selector { values[0].1 } else { None };
-            let cells: Vec<Cell> = self.fields.iter().map(|f| eval_agg(&f.expr, self.info, &calls, &values)).collect();
-            groups.entry(key).or_default().insert(bucket, (cells, point_time));
+            let cells: Vec<Cell> = outs.iter().map(|o| o.eval(&values)).collect();
+            if let Some((_, _, buckets)) = open.as_mut() {
+                buckets.insert(bucket, (cells, point_time));
+            }
+        }
+        if let Some((_, key, buckets)) = open {
+            groups.entry(key).or_default().extend(buckets);
         }
         if groups.is_empty() {
             return Ok(Vec::new());
@@ -808,18 +837,40 @@ fn literal(e: &Expr) -> Cell {
     }
 }
 
-/// An aggregated row's value of a field expression (calls are looked up in `values`).
-fn eval_agg(e: &Expr, info: &TableInfo, calls: &[Call], values: &[(Cell, Option<i64>)]) -> Cell {
-    match e {
-        Expr::Call { .. } => match Call::from_expr(e, info) {
-            Ok(Some(c)) => calls.iter().position(|x| *x == c).map_or(Cell::Null, |i| values[i].0.clone()),
-            _ => Cell::Null,
-        },
-        Expr::Binary { op, lhs, rhs } if op.is_arithmetic() => {
-            arithmetic(*op, &eval_agg(lhs, info, calls, values), &eval_agg(rhs, info, calls, values))
+/// An output field of an aggregate statement, resolved once per statement: the call whose value it
+/// shows, or how it combines calls' values. (Resolving the expression per row looked the calls up by
+/// name in the measurement's field map each time: 18 % of a 720-row answer's CPU.)
+enum AggOut {
+    /// The value of `calls[i]`; `None` for a call of no field of the measurement (null).
+    Call(Option<usize>),
+    Arith(crate::influxql::BinaryOp, Box<AggOut>, Box<AggOut>),
+    Neg(Box<AggOut>),
+    Literal(Cell),
+}
+
+impl AggOut {
+    fn new(e: &Expr, info: &TableInfo, calls: &[Call]) -> AggOut {
+        match e {
+            Expr::Call { .. } => AggOut::Call(match Call::from_expr(e, info) {
+                Ok(Some(c)) => calls.iter().position(|x| *x == c),
+                _ => None,
+            }),
+            Expr::Binary { op, lhs, rhs } if op.is_arithmetic() => {
+                AggOut::Arith(*op, Box::new(AggOut::new(lhs, info, calls)), Box::new(AggOut::new(rhs, info, calls)))
+            }
+            Expr::Neg(inner) => AggOut::Neg(Box::new(AggOut::new(inner, info, calls))),
+            other => AggOut::Literal(literal(other)),
         }
-        Expr::Neg(inner) => negate(&eval_agg(inner, info, calls, values)),
-        other => literal(other),
+    }
+
+    /// The value in a row whose calls gave `values`.
+    fn eval(&self, values: &[(Cell, Option<i64>)]) -> Cell {
+        match self {
+            AggOut::Call(i) => i.map_or(Cell::Null, |i| values[i].0.clone()),
+            AggOut::Arith(op, lhs, rhs) => arithmetic(*op, &lhs.eval(values), &rhs.eval(values)),
+            AggOut::Neg(inner) => negate(&inner.eval(values)),
+            AggOut::Literal(c) => c.clone(),
+        }
     }
 }
 

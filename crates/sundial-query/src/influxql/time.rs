@@ -122,22 +122,38 @@ pub fn format_time_rfc3339(ns: i64) -> String {
 
 /// [`format_time_rfc3339`] appended to `out` (a result renders one per row: no allocation each).
 pub fn write_time_rfc3339(out: &mut String, ns: i64) {
-    use std::fmt::Write;
-    let ns = i128::from(ns);
-    let secs = ns.div_euclid(NS_PER_SEC);
-    let nanos = ns.rem_euclid(NS_PER_SEC);
-    let days = secs.div_euclid(SECS_PER_DAY);
-    let sod = secs.rem_euclid(SECS_PER_DAY);
-    let (year, month, day) = civil_from_days(days);
-    let _ = write!(out, "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}", sod / 3600, sod / 60 % 60, sod % 60);
-    if nanos != 0 {
-        let mut digits = 9;
-        let mut frac = nanos;
-        while frac % 10 == 0 {
-            frac /= 10;
-            digits -= 1;
+    // Digits written by hand: this runs once per result row, and `write!` with its formatting machinery
+    // cost several times the arithmetic (a 720-row answer spent 7 % of its CPU here).
+    let secs = ns.div_euclid(NS_PER_SEC as i64);
+    let nanos = ns.rem_euclid(NS_PER_SEC as i64);
+    let days = secs.div_euclid(SECS_PER_DAY as i64);
+    let sod = secs.rem_euclid(SECS_PER_DAY as i64);
+    let (year, month, day) = civil_from_days(i128::from(days));
+    // An i64 of nanoseconds spans the years 1677 to 2262: always four digits.
+    let mut b = *b"0000-00-00T00:00:00";
+    let put = |b: &mut [u8; 19], at: usize, width: usize, mut v: i64| {
+        for i in (at..at + width).rev() {
+            b[i] = b'0' + (v % 10) as u8;
+            v /= 10;
         }
-        let _ = write!(out, ".{frac:0digits$}");
+    };
+    put(&mut b, 0, 4, year as i64);
+    put(&mut b, 5, 2, month as i64);
+    put(&mut b, 8, 2, day as i64);
+    put(&mut b, 11, 2, sod / 3600);
+    put(&mut b, 14, 2, sod / 60 % 60);
+    put(&mut b, 17, 2, sod % 60);
+    out.push_str(std::str::from_utf8(&b).expect("ASCII digits"));
+    if nanos != 0 {
+        // The fraction without trailing zeros.
+        let mut frac = *b".000000000";
+        let mut v = nanos;
+        for d in frac[1..].iter_mut().rev() {
+            *d = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        let end = frac.iter().rposition(|d| *d != b'0').map_or(1, |i| i + 1);
+        out.push_str(std::str::from_utf8(&frac[..end]).expect("ASCII digits"));
     }
     out.push('Z');
 }

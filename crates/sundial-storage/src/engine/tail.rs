@@ -159,7 +159,7 @@ fn last_row_from_stats(b: &BlockMeta, series: SeriesId, ts_max: i64, cols: &[(Co
             out.push(None);
             continue;
         };
-        let mut c = Column::new(*ty);
+        let mut c = Column::with_capacity(*ty, 1);
         if m.stats.count > 0 && m.stats.last_ts == b.ts_max {
             c.push_value(&stat_value(*ty, m.stats.last)?);
         } else {
