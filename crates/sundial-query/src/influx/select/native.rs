@@ -536,16 +536,26 @@ trait Num: Copy + std::fmt::Debug {
         vals.iter().fold(acc, |s, v| s + v.as_f64())
     }
 
-    /// The index of the first value no other is `better` than (`vals` is not empty).
-    fn first_best(vals: &[Self], better: fn(&Self, &Self) -> bool) -> usize {
-        let mut i = 0;
-        for (j, v) in vals.iter().enumerate().skip(1) {
-            if better(v, &vals[i]) {
-                i = j;
-            }
-        }
-        i
+    /// The index of the first smallest value (`vals` is not empty).
+    fn first_min(vals: &[Self]) -> usize {
+        first_best(vals, |a, b| a.total(b).is_lt())
     }
+
+    /// The index of the first largest value (`vals` is not empty).
+    fn first_max(vals: &[Self]) -> usize {
+        first_best(vals, |a, b| a.total(b).is_gt())
+    }
+}
+
+/// The index of the first value no other is `better` than (`vals` is not empty).
+fn first_best<T>(vals: &[T], better: impl Fn(&T, &T) -> bool) -> usize {
+    let mut i = 0;
+    for (j, v) in vals.iter().enumerate().skip(1) {
+        if better(v, &vals[i]) {
+            i = j;
+        }
+    }
+    i
 }
 
 impl Num for f64 {
@@ -581,20 +591,26 @@ impl Num for i64 {
 
     /// Integers add exactly as doubles while every partial sum stays below 2^53. When the bound holds
     /// for the whole run, one integer sum (which the compiler vectorises; adding doubles one by one
-    /// cannot be reordered) added once gives the same double as adding the values one by one.
+    /// cannot be reordered) added once gives the same double as adding the values one by one. The
+    /// bound: every |v| is at most the OR of all the values' bits (negatives' ones' complement) + 1.
     fn sum_f64(acc: f64, vals: &[Self]) -> f64 {
-        const EXACT: f64 = (1u64 << 53) as f64;
-        let largest = vals.iter().map(|v| v.unsigned_abs()).max().unwrap_or(0);
-        if acc.fract() == 0.0 && acc.abs() + largest as f64 * vals.len() as f64 <= EXACT / 2.0 {
+        const EXACT: f64 = (1u64 << 52) as f64;
+        let bits = vals.iter().fold(0u64, |a, v| a | (v ^ (v >> 63)) as u64);
+        if acc.fract() == 0.0 && acc.abs() + (bits as f64 + 1.0) * vals.len() as f64 <= EXACT {
             acc + vals.iter().sum::<i64>() as f64
         } else {
             vals.iter().fold(acc, |s, v| s + *v as f64)
         }
     }
 
-    /// Finds the best value first (a vectorised pass), then its first position.
-    fn first_best(vals: &[Self], better: fn(&Self, &Self) -> bool) -> usize {
-        let best = vals.iter().copied().reduce(|a, b| if better(&b, &a) { b } else { a }).expect("a value");
+    /// The smallest value first (a pass that vectorises), then its first position.
+    fn first_min(vals: &[Self]) -> usize {
+        let best = vals.iter().copied().min().expect("a value");
+        vals.iter().position(|v| *v == best).expect("the best is a value")
+    }
+
+    fn first_max(vals: &[Self]) -> usize {
+        let best = vals.iter().copied().max().expect("a value");
         vals.iter().position(|v| *v == best).expect("the best is a value")
     }
 }
@@ -698,15 +714,12 @@ impl<T: Num> Acc<T> {
             self.fsum = T::sum_f64(self.fsum, vals);
         }
         // Strict comparisons keep the earliest of equal values (the run is time-sorted).
-        let pick = |better: fn(&T, &T) -> bool| {
-            let i = T::first_best(vals, better);
-            (vals[i], ts[i], rank)
-        };
+        let point = |i: usize| (vals[i], ts[i], rank);
         if need.min {
-            keep(&mut self.min, pick(|a, b| a.total(b).is_lt()), better_min);
+            keep(&mut self.min, point(T::first_min(vals)), better_min);
         }
         if need.max {
-            keep(&mut self.max, pick(|a, b| a.total(b).is_gt()), better_max);
+            keep(&mut self.max, point(T::first_max(vals)), better_max);
         }
         if need.first {
             keep(&mut self.first, (vals[0], ts[0], rank), earlier);
@@ -1173,14 +1186,15 @@ mod tests {
             let acc = [0.0, 12345.0, (1u64 << 52) as f64, -3.0, 0.5][round % 5];
             let plain = vals.iter().fold(acc, |s, v| s + *v as f64);
             assert_eq!(i64::sum_f64(acc, &vals).to_bits(), plain.to_bits(), "{vals:?} from {acc}");
-            for better in [|a: &i64, b: &i64| a < b, |a: &i64, b: &i64| a > b] {
-                let plain = (1..n).fold(0, |i, j| if better(&vals[j], &vals[i]) { j } else { i });
-                assert_eq!(i64::first_best(&vals, better), plain);
-            }
+            let plain = |better: fn(&i64, &i64) -> bool| (1..n).fold(0, |i, j| if better(&vals[j], &vals[i]) { j } else { i });
+            assert_eq!(i64::first_min(&vals), plain(|a, b| a < b));
+            assert_eq!(i64::first_max(&vals), plain(|a, b| a > b));
         }
+        let extremes = [i64::MIN, i64::MAX, 1, -1];
+        assert_eq!(i64::sum_f64(0.0, &extremes).to_bits(), extremes.iter().fold(0.0, |s, v| s + *v as f64).to_bits());
         // Equal values: the first wins.
-        assert_eq!(i64::first_best(&[1, 5, 5, 2, 5], |a, b| a > b), 1);
-        assert_eq!(i64::first_best(&[4, 1, 5, 1], |a, b| a < b), 1);
+        assert_eq!(i64::first_max(&[1, 5, 5, 2, 5]), 1);
+        assert_eq!(i64::first_min(&[4, 1, 5, 1]), 1);
     }
 
     const SEC: i64 = 1_000_000_000;
