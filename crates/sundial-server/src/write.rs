@@ -89,8 +89,8 @@ fn to_point<'a>(line: &'a Line<'a>, multiplier: i64, now_ns: i64) -> Result<Writ
     if line.tags.iter().any(|(k, _)| k == "time") {
         return Err(format!("invalid tag key: input tag \"time\" on measurement \"{m}\" is invalid"));
     }
-    let fields: Vec<(&str, Value)> =
-        line.fields.iter().filter(|(k, _)| k != "time").map(|(k, v)| (&**k, to_value(v))).collect();
+    let mut fields: Vec<(&str, Value)> = Vec::with_capacity(line.fields.len());
+    fields.extend(line.fields.iter().filter(|(k, _)| k != "time").map(|(k, v)| (&**k, to_value(v))));
     if fields.is_empty() {
         return Err(format!("invalid field name: input field \"time\" on measurement \"{m}\" is invalid"));
     }
@@ -110,7 +110,8 @@ pub fn now_ns() -> i64 {
 /// Parses and writes `body` to `db`. Blocking: call it from a blocking thread.
 pub fn write_lines(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i64) -> Response {
     let now = now_ns();
-    let mut lines = Vec::new();
+    // One line per newline, about: sized once (a 10,000-line body grew this vector 14 times).
+    let mut lines = Vec::with_capacity(body.iter().filter(|b| **b == b'\n').count() + 1);
     let mut rejected = Vec::new();
     for r in sundial_lp::parse_lines(body) {
         match r {
