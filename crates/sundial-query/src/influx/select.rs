@@ -412,13 +412,7 @@ impl Ctx<'_> {
             let Cell::Integer(t) = row[0] else { continue };
             let tag_cells = &row[1..1 + n_tags];
             if series_tags.last().is_none_or(|seen| seen.as_slice() != tag_cells) {
-                key = group_at
-                    .iter()
-                    .map(|i| match i.map(|i| &row[i]) {
-                        Some(Cell::String(v)) => v.to_string(),
-                        _ => String::new(),
-                    })
-                    .collect();
+                key = group_key(&row, &group_at);
                 series_tags.push(tag_cells.to_vec());
             }
             let series = series_tags.len() as u32 - 1;
@@ -630,13 +624,7 @@ impl Ctx<'_> {
                 None => 0,
             };
             if open.as_ref().is_none_or(|(tags, _, _)| tags[..] != row[..n_tags]) {
-                let key: Vec<String> = key_at
-                    .iter()
-                    .map(|i| match i.map(|i| &row[i]) {
-                        Some(Cell::String(v)) => v.to_string(),
-                        _ => String::new(),
-                    })
-                    .collect();
+                let key = group_key(&row, &key_at);
                 if let Some((_, key, buckets)) = open.replace((row[..n_tags].to_vec(), key, Buckets::new())) {
                     groups.entry(key).or_default().extend(buckets);
                 }
@@ -716,6 +704,17 @@ impl Ctx<'_> {
         }
         Ok(out)
     }
+}
+
+/// A row's group key: the value of each grouped tag at its cell (`None`: a tag the measurement does not
+/// have); a missing or null tag is '', as InfluxDB has it.
+fn group_key(row: &[Cell], at: &[Option<usize>]) -> Vec<String> {
+    at.iter()
+        .map(|i| match i.map(|i| &row[i]) {
+            Some(Cell::String(v)) => v.to_string(),
+            _ => String::new(),
+        })
+        .collect()
 }
 
 /// The start of the `time(interval, offset)` bucket holding `t`: buckets are aligned to the epoch plus
