@@ -333,11 +333,17 @@ impl TableCatalog {
         ((series as usize) < self.set_ends.len()).then(|| tagset_at(&self.set_cols, &self.set_vals, &self.set_ends, series))
     }
 
-    /// The value of tag column `col` for `series`, if the series has that tag.
-    pub fn series_tag_value(&self, series: SeriesId, col: ColId) -> Option<&str> {
+    /// The dictionary code of tag column `col` for `series` (see [`TableCatalog::tag_dict`]), if the
+    /// series has that tag.
+    pub fn series_tag_code(&self, series: SeriesId, col: ColId) -> Option<u32> {
         let tags = self.series_tags(series)?;
         let i = tags.cols.binary_search(&col).ok()?;
-        self.tag_dict(col)?.value(tags.vals[i])
+        Some(tags.vals[i])
+    }
+
+    /// The value of tag column `col` for `series`, if the series has that tag.
+    pub fn series_tag_value(&self, series: SeriesId, col: ColId) -> Option<&str> {
+        self.tag_dict(col)?.value(self.series_tag_code(series, col)?)
     }
 
     /// The series with exactly this tag set (sorted by column id), if it exists.

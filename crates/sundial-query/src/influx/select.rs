@@ -647,7 +647,7 @@ impl Ctx<'_> {
         let counts: Vec<bool> = self.fields.iter().map(|f| matches!(&f.expr, Expr::Call { name, .. } if name == "count")).collect();
         let multi_row = calls[0].func.is_multi_row();
 
-        let Some((interval, _)) = self.bucket else {
+        let Some((interval, offset)) = self.bucket else {
             let t0 = self.range.min.unwrap_or(0);
             let mut out = Vec::new();
             for (key, buckets) in groups {
@@ -669,7 +669,7 @@ impl Ctx<'_> {
         };
 
         // Complete the buckets from the first to the last of the range.
-        let floor = |t: i64| bucket_start(t, interval, self.bucket.map_or(0, |(_, offset)| offset));
+        let floor = |t: i64| bucket_start(t, interval, offset);
         let first = match self.range.min {
             Some(t) => floor(t),
             None => groups.values().filter_map(|b| b.keys().next().copied()).min().unwrap_or(0),

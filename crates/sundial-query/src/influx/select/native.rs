@@ -1042,12 +1042,11 @@ pub(super) fn plan_raw(engine: &Engine, shape: &RawShape) -> Option<RawPlan> {
         .series
         .iter()
         .map(|s| {
-            let set = t.series_tags(*s);
             tag_cols
                 .iter()
                 .enumerate()
                 .map(|(j, c)| {
-                    let code = set.and_then(|set| set.cols.binary_search(c).ok().map(|i| set.vals[i]));
+                    let code = t.series_tag_code(*s, *c);
                     let value = code.and_then(|code| Some((code, dicts[j]?.value(code)?)));
                     match value {
                         Some((code, v)) => Cell::String(shared.entry((j, code)).or_insert_with(|| v.into()).clone()),
