@@ -162,9 +162,13 @@ fn main() {
                 let s = Segment::open(&p).expect("segment");
                 files += 1;
                 seg_bytes += len;
+                // The blocks of a pack share its chunks: count each chunk once.
+                let mut seen = std::collections::HashSet::new();
                 s.for_each_block(|b| {
-                    ts_bytes += u64::from(b.ts_chunk.len);
-                    col_bytes += b.cols.iter().map(|c| u64::from(c.chunk.len)).sum::<u64>();
+                    if seen.insert(b.ts_chunk.offset) {
+                        ts_bytes += u64::from(b.ts_chunk.len);
+                    }
+                    col_bytes += b.cols.iter().filter(|c| seen.insert(c.chunk.offset)).map(|c| u64::from(c.chunk.len)).sum::<u64>();
                 })
                 .expect("block index");
             }

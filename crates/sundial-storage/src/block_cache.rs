@@ -207,6 +207,7 @@ mod tests {
             ts_min: 0,
             ts_max: 0,
             ts_chunk: crate::segment::ChunkRef { offset: 16, len: 1, crc: 0 },
+            pack: None,
             cols: Vec::new(),
         };
         vec![b; n].into()

@@ -84,9 +84,10 @@
 //! to the one with the most free space, ties broken by fewest partitions ([`placement`]).
 //!
 //! # Format versions
-//! Segment files are version 3 ([`segment::VERSION`]): version 2's layout (whose footer gained
-//! `gen_min` and `tombstones_applied`) plus the float codecs Alp and Gorilla. Version-1 and 2 files are
-//! read (and rewritten as version 3 when compacted); a newer
+//! Segment files are version 4 ([`segment::VERSION`]): version 3's layout (version 2's footer, which
+//! gained `gen_min` and `tombstones_applied`, plus the float codecs Alp and Gorilla) plus *packs*, which
+//! store the small blocks of consecutive series together. Version-1 to 3 files are read (and rewritten
+//! as version 4 when compacted); a newer
 //! version is refused with [`Error::UnsupportedVersion`]. `catalog.log` gained record kind 8
 //! (tombstone), then kind 9 (counters, written by the rewrite). `tests/fixtures/v1-datadir` is a data
 //! directory written by version 1, opened by a test.

@@ -24,6 +24,25 @@ pub const BLOCK_ROWS_MAX: usize = 8640 * 2;
 /// columns) stays cheap next to reading one chunk.
 pub const FOOTER_GROUP_BLOCKS: usize = 64;
 
+/// A block of at most this many rows is written into a *pack* (segment version 4) when it is its
+/// series' only block in the segment: the rows of many consecutive small series share one timestamp
+/// chunk and one chunk per column, and each series costs two varints in the footer instead of a block
+/// entry with per-column statistics (about 25 bytes per column). At a million series of a few rows each
+/// the per-block overhead was 15 bytes per stored value; packed, a few rows compress together.
+pub const PACK_BLOCK_ROWS_MAX: usize = 128;
+
+/// A pack is closed once it holds this many rows (so a pack holds at most
+/// `PACK_ROWS_TARGET + PACK_BLOCK_ROWS_MAX - 1` rows): a reader decodes a whole pack to read one of its
+/// series, so this bounds that cost (~40 µs per column) while leaving enough values for the codecs.
+pub const PACK_ROWS_TARGET: usize = 4096;
+
+/// Series per pack at most. A footer group never ends inside a pack, so a group holds up to
+/// `FOOTER_GROUP_BLOCKS + PACK_SERIES_MAX` blocks; this bounds a group decode.
+pub const PACK_SERIES_MAX: usize = 1024;
+
+/// Rows of one pack a reader accepts (the writer stays below `PACK_ROWS_TARGET + PACK_BLOCK_ROWS_MAX`).
+pub const PACK_ROWS_MAX: usize = 1 << 16;
+
 /// Default capacity of the engine's block-index cache (`EngineConfig::block_index_cache_bytes`): decoded
 /// footer groups of all open segments, about 1 KB per block with ten float columns.
 pub const BLOCK_INDEX_CACHE_BYTES_DEFAULT: usize = 64 * 1024 * 1024;

@@ -7,8 +7,10 @@
 //! footer  := db:u32 table:u32 partition_start:i64 partition_ns:i64 generation:u64
 //!            gen_min:u64 tombstones_applied:u64
 //!            n_blocks:uvarint block*
-//! block   := series_delta:uvarint n_rows:uvarint ts_min_off:uvarint ts_span:uvarint ts_chunk
-//!            n_cols:uvarint (col:uvarint type:u8 chunk stats)*
+//! block   := series_delta:uvarint head:uvarint                      (head = n_rows << 1 | packed)
+//!            [packed = 0: ts_min_off:uvarint ts_span:uvarint ts_chunk n_cols:uvarint (col:uvarint type:u8 chunk stats)*]
+//!            [packed = 1, no pack open: pack]
+//! pack    := pack_rows:uvarint ts_min_off:uvarint ts_span:uvarint ts_chunk n_cols:uvarint (col:uvarint type:u8 chunk)*
 //! chunk   := len:uvarint crc32c:u32                                     (a chunk reference)
 //! stats   := count:uvarint [if count > 0: first_ts_off:uvarint last_ts_off:uvarint values]
 //! values  := by type: Integer  min:ivarint (max−min):uvarint (first−min):uvarint (last−min):uvarint
@@ -28,6 +30,17 @@
 //! (checked at open). Booleans' `min`/`max` are derived: `min = (trues == count)`, `max = (trues > 0)`.
 //! Integer and float `sum_ok` is 0 when the sum overflowed (floats: always 1, not stored).
 //!
+//! **Packs** (version 4). A series whose only block in the segment has at most [`PACK_BLOCK_ROWS_MAX`]
+//! rows is written into a pack: the rows of consecutive such series, one series after the other, in
+//! one timestamp chunk and one chunk per column (columns by ascending id, those with no value left out).
+//! The first packed block after a complete pack (or at the start) carries the pack's header; each packed
+//! block takes the next `n_rows` rows of the open pack, and a pack's rows must be taken exactly before a
+//! block that is not packed, or the footer's end. A packed block stores no time range and no statistics:
+//! a reader gets them from the decoded pack when it decodes the footer group (a group never ends inside
+//! a pack). At a million series of a few rows, that takes the block index from ~25 bytes per value to
+//! two varints per series, and lets the codecs compress across series. In version 2 and 3, `head` is
+//! just `n_rows`.
+//!
 //! Version 1 (still read) had no `gen_min`/`tombstones_applied`, and wrote blocks as
 //! `series:uvarint n_rows:uvarint ts_min:i64 ts_max:i64 ts_chunk n_cols:uvarint (col:uvarint type:u8
 //! chunk stats)*` with `chunk := offset:uvarint len:uvarint crc32c:u32` and
@@ -42,8 +55,8 @@
 //! Version history: **1** (foundation); **2** (storage v2) adds `gen_min` and `tombstones_applied` to
 //! the footer (compaction, see [`crate::compaction`]) and shrinks the block index about fourfold
 //! (varint statistics, implicit chunk offsets); **3** keeps version 2's layout but lets float chunks use
-//! the Alp and Gorilla codecs (a version-2 reader would fail on them block by block, as "corrupt").
-//! Header and trailer carry the version. This build writes 3 and reads 1 to 3: a version-1 file reads
+//! the Alp and Gorilla codecs (a version-2 reader would fail on them block by block, as "corrupt");
+//! **4** adds packs (above). Header and trailer carry the version. This build writes 4 and reads 1 to 4: a version-1 file reads
 //! as `gen_min = generation`, `tombstones_applied = 0`; a version-1 or 2 file using Alp or Gorilla is
 //! corrupt.
 //!
@@ -81,7 +94,9 @@ use crate::encoding::{Reader, put_i64, put_ivarint, put_u8, put_u32, put_u64, pu
 use crate::error::{Error, Result};
 use crate::frame;
 use crate::block_cache::BlockIndexCache;
-use crate::limits::{BLOCK_ROWS_MAX, COLUMNS_PER_TABLE_MAX, FOOTER_GROUP_BLOCKS};
+use crate::limits::{
+    BLOCK_ROWS_MAX, COLUMNS_PER_TABLE_MAX, FOOTER_GROUP_BLOCKS, PACK_BLOCK_ROWS_MAX, PACK_ROWS_MAX, PACK_ROWS_TARGET, PACK_SERIES_MAX,
+};
 use crate::rows::SeriesRows;
 use crate::throttle::TokenBucket;
 use crate::types::{Column, ColumnValues, FieldType, Value};
@@ -90,8 +105,8 @@ pub const MAGIC: &[u8; 8] = b"SDSEG\0\0\0";
 pub const TRAILER_MAGIC: &[u8; 8] = b"SDSEGEND";
 /// Format version this build writes. 3 has the same layout as 2, but float column chunks may use the
 /// Alp and Gorilla codecs; the bump makes a version-2 build refuse such files at start-up (a clear
-/// "newer version" error) instead of failing queries on them as "corrupt".
-pub const VERSION: u32 = 3;
+/// "newer version" error) instead of failing queries on them as "corrupt". 4 adds packs.
+pub const VERSION: u32 = 4;
 /// Oldest format version this build still reads.
 pub const VERSION_MIN: u32 = 1;
 pub const TRAILER_BYTES: usize = 32;
@@ -143,8 +158,21 @@ pub struct BlockMeta {
     pub n_rows: u32,
     pub ts_min: i64,
     pub ts_max: i64,
+    /// The block's timestamp chunk; for a packed block, the pack's (all its series' rows).
     pub ts_chunk: ChunkRef,
+    /// Columns with at least one value in the block. A packed block's chunks are the pack's, its
+    /// statistics those of its own rows (computed when the group holding it is decoded).
     pub cols: Vec<ColMeta>,
+    /// `Some` for a block stored in a pack (version 4): where its rows are among the pack's.
+    pub pack: Option<PackSlice>,
+}
+
+/// Where a packed block's rows are: rows `row_off..row_off + n_rows` of a pack of `rows` rows, whose
+/// timestamp chunk and column chunks hold those of several consecutive series, one after the other.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PackSlice {
+    pub row_off: u32,
+    pub rows: u32,
 }
 
 impl BlockMeta {
@@ -230,11 +258,94 @@ pub struct SegmentWriter {
     scratch: Vec<u8>,
     /// Compaction's bandwidth cap (`None` for flushes, which must keep up with ingest).
     throttle: Option<Arc<TokenBucket>>,
+    /// Small blocks waiting to be written as one pack (see [`PACK_BLOCK_ROWS_MAX`]).
+    pack: PackBuilder,
+    /// The packs written so far, in file order: the footer describes each at its first block.
+    packs: Vec<PackMeta>,
+    /// Format version written: [`VERSION`], or 3 (no packs) for tests of older layouts.
+    version: u32,
+}
+
+/// The rows of the small blocks of consecutive series, gathered until the pack is closed.
+#[derive(Default)]
+struct PackBuilder {
+    /// One entry per series: its block without chunks or statistics (the pack's, filled at close).
+    members: Vec<BlockMeta>,
+    ts: Vec<i64>,
+    /// Columns by id, each `ts.len()` rows long (nulls where a series has no value).
+    cols: Vec<(ColId, Column)>,
+}
+
+impl PackBuilder {
+    fn push(&mut self, rows: &SeriesRows, range: std::ops::Range<usize>, col_ids: &[ColId]) -> Result<()> {
+        let off = self.ts.len();
+        let ts = &rows.ts[range.clone()];
+        self.ts.extend_from_slice(ts);
+        for (id, c) in col_ids.iter().zip(&rows.cols) {
+            let Some(c) = c else { continue };
+            let at = match self.cols.iter().position(|(i, _)| i == id) {
+                Some(at) => at,
+                None => {
+                    self.cols.push((*id, Column::nulls(c.field_type(), off)));
+                    self.cols.len() - 1
+                }
+            };
+            let pc = &mut self.cols[at].1;
+            if pc.field_type() != c.field_type() {
+                return Err(Error::internal(format!("column {id} is {:?} in one series and {:?} in another", pc.field_type(), c.field_type())));
+            }
+            pc.extend_range(c, range.clone());
+        }
+        for (_, pc) in &mut self.cols {
+            pc.push_nulls(self.ts.len() - pc.len());
+        }
+        self.members.push(BlockMeta {
+            series: rows.series,
+            n_rows: ts.len() as u32,
+            ts_min: ts[0],
+            ts_max: ts[ts.len() - 1],
+            ts_chunk: ChunkRef { offset: 0, len: 0, crc: 0 },
+            cols: Vec::new(),
+            pack: Some(PackSlice { row_off: off as u32, rows: 0 }),
+        });
+        Ok(())
+    }
+
+    /// Takes the last series back out of the pack: its rows and the column ids they are under.
+    fn pop(&mut self) -> Option<(SeriesRows, Vec<ColId>)> {
+        let m = self.members.pop()?;
+        let off = m.pack.map_or(0, |p| p.row_off as usize);
+        let ts = self.ts.split_off(off);
+        let mut cols = Vec::with_capacity(self.cols.len());
+        for (_, c) in &mut self.cols {
+            let tail = c.slice(off..c.len());
+            *c = c.slice(0..off);
+            cols.push(Some(tail));
+        }
+        let ids = self.cols.iter().map(|(i, _)| *i).collect();
+        Some((SeriesRows { series: m.series, ts, cols }, ids))
+    }
+}
+
+/// A pack as the footer describes it, at its first series.
+struct PackMeta {
+    rows: u32,
+    ts_min: i64,
+    ts_max: i64,
+    ts_chunk: ChunkRef,
+    cols: Vec<(ColId, FieldType, ChunkRef)>,
 }
 
 impl SegmentWriter {
     /// Starts `path` (written as `path.tmp` and renamed by [`SegmentWriter::finish`]).
     pub fn create(path: &Path, id: SegmentId) -> Result<SegmentWriter> {
+        Self::create_version(path, id, VERSION)
+    }
+
+    /// [`SegmentWriter::create`] writing format `version`: [`VERSION`], or 3 (every block on its own,
+    /// as before packs), which tests use to compare the two and to read version-2/3 layouts.
+    pub fn create_version(path: &Path, id: SegmentId, version: u32) -> Result<SegmentWriter> {
+        assert!(version == 3 || version == VERSION, "this build writes segment versions 3 and {VERSION}");
         let tmp_path = path.with_extension("seg.tmp");
         let f = File::create(&tmp_path).map_err(|e| Error::io(&tmp_path, e))?;
         let mut w = SegmentWriter {
@@ -246,8 +357,11 @@ impl SegmentWriter {
             blocks: Vec::new(),
             scratch: Vec::new(),
             throttle: None,
+            pack: PackBuilder::default(),
+            packs: Vec::new(),
+            version,
         };
-        w.put(&frame::header(MAGIC, VERSION))?;
+        w.put(&frame::header(MAGIC, version))?;
         Ok(w)
     }
 
@@ -280,7 +394,7 @@ impl SegmentWriter {
         if ts[0] < p || (ts[ts.len() - 1] - p) >= self.id.partition_ns {
             return bad("timestamps outside the partition".into());
         }
-        if let Some(prev) = self.blocks.last()
+        if let Some(prev) = self.pack.members.last().or(self.blocks.last())
             && (prev.series > rows.series || (prev.series == rows.series && prev.ts_max >= ts[0]))
         {
             return bad("blocks out of (series, time) order".into());
@@ -289,8 +403,69 @@ impl SegmentWriter {
     }
 
     /// Writes rows `range` of `rows` as one block. `cols` gives the id of each column in `rows.cols`.
+    ///
+    /// A block of at most [`PACK_BLOCK_ROWS_MAX`] rows goes into the open pack, unless its series turns
+    /// out to have another block (a packed series has exactly one block in the segment: the footer
+    /// knows a packed block's time range only once its pack is decoded, so it cannot order two blocks
+    /// of one series): then that series' earlier block leaves the pack and both are written on their own.
     pub fn add_block(&mut self, rows: &SeriesRows, range: std::ops::Range<usize>, cols: &[ColId]) -> Result<()> {
         self.check_block(rows, &range)?;
+        if self.pack.members.last().is_some_and(|m| m.series == rows.series) {
+            let (prev, prev_cols) = self.pack.pop().expect("a member was just seen");
+            self.close_pack()?;
+            self.write_block(&prev, 0..prev.len(), &prev_cols)?;
+            return self.write_block(rows, range, cols);
+        }
+        let first_of_series = self.blocks.last().is_none_or(|b| b.series != rows.series);
+        if self.version >= 4 && range.len() <= PACK_BLOCK_ROWS_MAX && first_of_series {
+            if self.pack.ts.len() >= PACK_ROWS_TARGET || self.pack.members.len() >= PACK_SERIES_MAX {
+                self.close_pack()?;
+            }
+            return self.pack.push(rows, range, cols);
+        }
+        self.close_pack()?;
+        self.write_block(rows, range, cols)
+    }
+
+    /// Writes the open pack's chunks (timestamps, then each column with a value, by column id) and
+    /// moves its series to the block list.
+    fn close_pack(&mut self) -> Result<()> {
+        if self.pack.members.is_empty() {
+            return Ok(());
+        }
+        let mut pack = std::mem::take(&mut self.pack);
+        pack.cols.sort_unstable_by_key(|(id, _)| *id);
+        self.scratch.clear();
+        codec::encode_timestamps(&pack.ts, &mut self.scratch);
+        let scratch = std::mem::take(&mut self.scratch);
+        let ts_chunk = self.put(&scratch)?;
+        self.scratch = scratch;
+        let mut cols = Vec::with_capacity(pack.cols.len());
+        for (id, c) in &pack.cols {
+            if c.validity.iter().all(|v| !*v) {
+                continue;
+            }
+            self.scratch.clear();
+            codec::encode_column(c, &mut self.scratch);
+            let scratch = std::mem::take(&mut self.scratch);
+            cols.push((*id, c.field_type(), self.put(&scratch)?));
+            self.scratch = scratch;
+        }
+        let rows = pack.ts.len() as u32;
+        let (ts_min, ts_max) = (pack.ts.iter().copied().min().unwrap_or(0), pack.ts.iter().copied().max().unwrap_or(0));
+        self.packs.push(PackMeta { rows, ts_min, ts_max, ts_chunk, cols });
+        for mut m in pack.members {
+            m.ts_chunk = ts_chunk;
+            if let Some(p) = m.pack.as_mut() {
+                p.rows = rows;
+            }
+            self.blocks.push(m);
+        }
+        Ok(())
+    }
+
+    /// Writes rows `range` of `rows` as a block of its own.
+    fn write_block(&mut self, rows: &SeriesRows, range: std::ops::Range<usize>, cols: &[ColId]) -> Result<()> {
         let ts = &rows.ts[range.clone()];
         self.scratch.clear();
         codec::encode_timestamps(ts, &mut self.scratch);
@@ -319,6 +494,7 @@ impl SegmentWriter {
             ts_max: ts[ts.len() - 1],
             ts_chunk,
             cols: metas,
+            pack: None,
         });
         Ok(())
     }
@@ -335,7 +511,7 @@ impl SegmentWriter {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.blocks.is_empty()
+        self.blocks.is_empty() && self.pack.members.is_empty()
     }
 
     /// Gives up: removes the temporary file (a leftover would also be removed at the next start).
@@ -347,14 +523,15 @@ impl SegmentWriter {
 
     /// Writes footer and trailer, fsyncs, and renames the file into place. The caller fsyncs the directory.
     pub fn finish(mut self) -> Result<PathBuf> {
-        let footer = encode_footer(&self.id, &self.blocks);
+        self.close_pack()?;
+        let footer = encode_footer(&self.id, &self.blocks, &self.packs, self.version);
         let footer_ref = self.put(&footer)?;
         let mut t = Vec::with_capacity(TRAILER_BYTES);
         put_u64(&mut t, footer_ref.offset);
         put_u32(&mut t, footer_ref.len);
         put_u32(&mut t, footer_ref.crc);
         put_u32(&mut t, self.blocks.len() as u32);
-        put_u32(&mut t, VERSION);
+        put_u32(&mut t, self.version);
         t.extend_from_slice(TRAILER_MAGIC);
         self.put(&t)?;
         let io = |e| Error::io(&self.tmp_path, e);
@@ -365,7 +542,7 @@ impl SegmentWriter {
     }
 }
 
-fn encode_footer(id: &SegmentId, blocks: &[BlockMeta]) -> Vec<u8> {
+fn encode_footer(id: &SegmentId, blocks: &[BlockMeta], packs: &[PackMeta], version: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(64 + blocks.len() * 32);
     put_u32(&mut out, id.db);
     put_u32(&mut out, id.table);
@@ -376,10 +553,33 @@ fn encode_footer(id: &SegmentId, blocks: &[BlockMeta]) -> Vec<u8> {
     put_u64(&mut out, id.tombstones_applied);
     put_uvarint(&mut out, blocks.len() as u64);
     let mut prev_series = 0;
+    let mut packs = packs.iter();
     for b in blocks {
         put_uvarint(&mut out, u64::from(b.series - prev_series));
         prev_series = b.series;
-        put_uvarint(&mut out, u64::from(b.n_rows));
+        if version >= 4 {
+            put_uvarint(&mut out, u64::from(b.n_rows) << 1 | u64::from(b.pack.is_some()));
+        } else {
+            put_uvarint(&mut out, u64::from(b.n_rows));
+        }
+        if let Some(slice) = b.pack {
+            if slice.row_off == 0 {
+                let p = packs.next().expect("a pack for each first packed block");
+                put_uvarint(&mut out, u64::from(p.rows));
+                put_uvarint(&mut out, p.ts_min.wrapping_sub(id.partition_start) as u64);
+                put_uvarint(&mut out, p.ts_max.wrapping_sub(p.ts_min) as u64);
+                put_uvarint(&mut out, u64::from(p.ts_chunk.len));
+                put_u32(&mut out, p.ts_chunk.crc);
+                put_uvarint(&mut out, p.cols.len() as u64);
+                for (col, ty, chunk) in &p.cols {
+                    put_uvarint(&mut out, u64::from(*col));
+                    put_u8(&mut out, *ty as u8);
+                    put_uvarint(&mut out, u64::from(chunk.len));
+                    put_u32(&mut out, chunk.crc);
+                }
+            }
+            continue;
+        }
         put_uvarint(&mut out, b.ts_min.wrapping_sub(id.partition_start) as u64);
         put_uvarint(&mut out, b.ts_max.wrapping_sub(b.ts_min) as u64);
         put_uvarint(&mut out, u64::from(b.ts_chunk.len));
@@ -498,7 +698,7 @@ fn decode_footer_head(r: &mut Reader<'_>, version: u32) -> Option<(SegmentId, us
 /// through two values, carried here: the previous block's series (ids are deltas) and where the next
 /// chunk starts (offsets are implicit). Starting from the state saved for a group of blocks at open, a
 /// reader decodes that group alone (see [`Segment`]).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct BlockDecoder {
     version: u32,
     partition_start: i64,
@@ -506,11 +706,52 @@ struct BlockDecoder {
     series: SeriesId,
     /// Where the next chunk starts (version 2 and later; version 1 stores offsets).
     next_offset: u64,
+    /// The pack whose rows the next packed blocks take (version 4). A footer group never starts inside
+    /// a pack, so a group decodes alone from `series` and `next_offset` as before.
+    pack: Option<OpenPack>,
+}
+
+/// A pack being decoded: its header, and how many of its rows earlier blocks took.
+#[derive(Clone, Debug)]
+struct OpenPack {
+    rows: u32,
+    taken: u32,
+    ts_min: i64,
+    ts_max: i64,
+    ts_chunk: ChunkRef,
+    /// The pack's columns, statistics empty (a packed block's own are computed from the decoded pack).
+    cols: Arc<[ColMeta]>,
 }
 
 impl BlockDecoder {
     fn new(version: u32, partition_start: i64) -> BlockDecoder {
-        BlockDecoder { version, partition_start, series: 0, next_offset: frame::HEADER_BYTES as u64 }
+        BlockDecoder { version, partition_start, series: 0, next_offset: frame::HEADER_BYTES as u64, pack: None }
+    }
+
+    /// True while a pack has rows no block has taken yet.
+    fn inside_pack(&self) -> bool {
+        self.pack.as_ref().is_some_and(|p| p.taken < p.rows)
+    }
+
+    /// A pack header (version 4): `rows ts_min_off ts_span ts_chunk n_cols (col type chunk)*`, column ids
+    /// strictly ascending.
+    fn decode_pack(&mut self, r: &mut Reader<'_>) -> Option<OpenPack> {
+        let rows = u32::try_from(r.len(PACK_ROWS_MAX)?).ok().filter(|n| *n > 0)?;
+        let ts_min = self.partition_start.wrapping_add(r.uvarint()? as i64);
+        let ts_max = ts_min.wrapping_add(r.uvarint()? as i64);
+        let ts_chunk = get_chunk(r, &mut self.next_offset)?;
+        let nc = r.len(COLUMNS_PER_TABLE_MAX)?;
+        let mut cols: Vec<ColMeta> = Vec::with_capacity(nc);
+        for _ in 0..nc {
+            let col = ColId::try_from(r.uvarint()?).ok()?;
+            if cols.last().is_some_and(|c| c.col >= col) {
+                return None;
+            }
+            let ty = FieldType::from_u8(r.u8()?)?;
+            let chunk = get_chunk(r, &mut self.next_offset)?;
+            cols.push(ColMeta { col, ty, chunk, stats: ColStats::default() });
+        }
+        Some(OpenPack { rows, taken: 0, ts_min, ts_max, ts_chunk, cols: cols.into() })
     }
 
     fn decode(&mut self, r: &mut Reader<'_>) -> Option<BlockMeta> {
@@ -520,7 +761,28 @@ impl BlockDecoder {
             return Some(b);
         }
         let series = self.series.checked_add(u32::try_from(r.uvarint()?).ok()?)?;
-        let n_rows = u32::try_from(r.uvarint()?).ok()?;
+        let head = r.uvarint()?;
+        // Version 4 keeps a "packed" flag in the row count's low bit.
+        let (n_rows, packed) = if self.version >= 4 { (head >> 1, head & 1 == 1) } else { (head, false) };
+        let n_rows = u32::try_from(n_rows).ok()?;
+        if packed {
+            if !self.inside_pack() {
+                self.pack = Some(self.decode_pack(r)?);
+            }
+            let p = self.pack.as_mut()?;
+            if n_rows == 0 || n_rows > p.rows - p.taken {
+                return None;
+            }
+            let slice = PackSlice { row_off: p.taken, rows: p.rows };
+            p.taken += n_rows;
+            self.series = series;
+            // Time range and statistics are the pack's until the pack is decoded (`Segment::resolve_packs`).
+            let (ts_min, ts_max, ts_chunk, cols) = (p.ts_min, p.ts_max, p.ts_chunk, p.cols.to_vec());
+            return Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols, pack: Some(slice) });
+        }
+        if self.inside_pack() {
+            return None;
+        }
         let ts_min = self.partition_start.wrapping_add(r.uvarint()? as i64);
         let ts_max = ts_min.wrapping_add(r.uvarint()? as i64);
         let ts_chunk = get_chunk(r, &mut self.next_offset)?;
@@ -534,14 +796,17 @@ impl BlockDecoder {
             cols.push(ColMeta { col, ty, chunk, stats });
         }
         self.series = series;
-        Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols })
+        Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols, pack: None })
     }
 }
 
 /// The invariants of block `i` that readers rely on, given the previous block's (series, ts_max):
 /// checked on every block at open and again on every group decoded later (the reader's half of the
 /// paired assertions; the writer's half is `SegmentWriter::check_block`).
-fn check_block(id: &SegmentId, data_end: u64, prev: Option<(SeriesId, i64)>, i: usize, b: &BlockMeta) -> std::result::Result<(), String> {
+///
+/// A packed block is its series' only block in the segment: before its pack is decoded its time range
+/// is the pack's, which cannot order it against another block of the same series.
+fn check_block(id: &SegmentId, data_end: u64, prev: Option<&BlockMeta>, i: usize, b: &BlockMeta) -> std::result::Result<(), String> {
     let in_file = |c: &ChunkRef| c.offset >= frame::HEADER_BYTES as u64 && c.offset.saturating_add(u64::from(c.len)) <= data_end;
     if b.n_rows == 0 || b.n_rows as usize > BLOCK_ROWS_MAX || b.ts_min > b.ts_max {
         return Err(format!("block {i}: bad row count or time range"));
@@ -553,8 +818,9 @@ fn check_block(id: &SegmentId, data_end: u64, prev: Option<(SeriesId, i64)>, i: 
     if b.ts_min < p || b.ts_max.checked_sub(p).is_none_or(|d| d >= id.partition_ns) {
         return Err(format!("block {i}: rows outside the partition"));
     }
-    if let Some((series, ts_max)) = prev
-        && (series > b.series || (series == b.series && ts_max >= b.ts_min))
+    if let Some(prev) = prev
+        && (prev.series > b.series
+            || (prev.series == b.series && (prev.ts_max >= b.ts_min || prev.pack.is_some() || b.pack.is_some())))
     {
         return Err(format!("block {i}: out of (series, time) order"));
     }
@@ -562,8 +828,9 @@ fn check_block(id: &SegmentId, data_end: u64, prev: Option<(SeriesId, i64)>, i: 
 }
 
 /// One entry of a segment's in-memory index: [`FOOTER_GROUP_BLOCKS`] consecutive blocks (fewer in the
-/// last group), described well enough to find a series or a time range without decoding, and to decode
-/// the group alone, from the file, when a read needs its blocks. 48 bytes for 64 blocks.
+/// last group, more when a pack would straddle the boundary), described well enough to find a series or
+/// a time range without decoding, and to decode the group alone, from the file, when a read needs its
+/// blocks. 56 bytes for 64 blocks.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Group {
     first_series: SeriesId,
@@ -580,6 +847,10 @@ struct Group {
     crc: u32,
     /// Column entries of the group's blocks, for the decoded size estimate.
     n_cols: u32,
+    /// Index of the group's first block in the footer, and its block count: [`FOOTER_GROUP_BLOCKS`],
+    /// more when the group would otherwise end inside a pack, fewer in the last group.
+    first_block: u32,
+    n_blocks: u32,
 }
 
 /// Decodes the whole footer once, streaming, checking every block's invariants, and keeps one [`Group`]
@@ -590,14 +861,13 @@ fn index_footer(buf: &[u8], version: u32, data_end: u64) -> std::result::Result<
     let (id, n) = decode_footer_head(&mut r, version).ok_or_else(undecodable)?;
     let mut dec = BlockDecoder::new(version, id.partition_start);
     let mut groups = Vec::with_capacity(n.div_ceil(FOOTER_GROUP_BLOCKS));
-    let mut prev = None;
-    let mut g = Group { first_series: 0, last_series: 0, footer_off: 0, footer_len: 0, data_off: 0, ts_min: 0, ts_max: 0, crc: 0, n_cols: 0 };
+    let mut prev: Option<BlockMeta> = None;
+    let mut g = Group { first_series: 0, last_series: 0, footer_off: 0, footer_len: 0, data_off: 0, ts_min: 0, ts_max: 0, crc: 0, n_cols: 0, first_block: 0, n_blocks: 0 };
     for i in 0..n {
         let start = (r.pos(), dec.next_offset);
         let b = dec.decode(&mut r).ok_or_else(undecodable)?;
-        check_block(&id, data_end, prev, i, &b)?;
-        prev = Some((b.series, b.ts_max));
-        if i % FOOTER_GROUP_BLOCKS == 0 {
+        check_block(&id, data_end, prev.as_ref(), i, &b)?;
+        if g.n_blocks == 0 {
             // The footer's length is a u32 (trailer), so are offsets inside it.
             g = Group {
                 first_series: b.series,
@@ -609,18 +879,28 @@ fn index_footer(buf: &[u8], version: u32, data_end: u64) -> std::result::Result<
                 ts_max: b.ts_max,
                 crc: 0,
                 n_cols: 0,
+                first_block: i as u32,
+                n_blocks: 0,
             };
         }
         g.last_series = b.series;
         g.ts_min = g.ts_min.min(b.ts_min);
         g.ts_max = g.ts_max.max(b.ts_max);
         g.n_cols += b.cols.len() as u32;
-        if i % FOOTER_GROUP_BLOCKS == FOOTER_GROUP_BLOCKS - 1 || i == n - 1 {
+        g.n_blocks += 1;
+        // A group ends after FOOTER_GROUP_BLOCKS blocks, or later if a pack is still open: a group must
+        // decode alone, and a packed block needs its pack's header.
+        if (g.n_blocks as usize >= FOOTER_GROUP_BLOCKS && !dec.inside_pack()) || i == n - 1 {
             let bytes = &buf[g.footer_off as usize..r.pos()];
             g.footer_len = bytes.len() as u32;
             g.crc = crc32c::crc32c(bytes);
             groups.push(g);
+            g.n_blocks = 0;
         }
+        prev = Some(b);
+    }
+    if dec.inside_pack() {
+        return Err("the footer ends inside a pack".into());
     }
     if version >= 2 && dec.next_offset != data_end {
         return Err("chunks do not end where the footer starts".into());
@@ -662,7 +942,7 @@ mod v1 {
         let ts_chunk = decode_chunk(r)?;
         let nc = r.len(COLUMNS_PER_TABLE_MAX)?;
         let cols = (0..nc).map(|_| decode_col(r)).collect::<Option<Vec<_>>>()?;
-        Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols })
+        Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols, pack: None })
     }
 }
 
@@ -689,6 +969,20 @@ pub struct Segment {
     cache: Arc<BlockIndexCache>,
     /// This segment's part of the cache's keys ([`crate::block_cache::next_segment_no`]).
     number: u64,
+    /// The packs decoded last, newest first, at most [`PACKS_DECODED_KEPT`]: reading the series of a
+    /// pack one after another (every scan in series order) decodes it once, not once per series.
+    packs: parking_lot::Mutex<Vec<Arc<DecodedPack>>>,
+}
+
+/// Decoded packs an open segment keeps (see `Segment::packs`): two readers walking different packs do
+/// not evict each other's. A pack of 4,096 rows of ten columns is about 400 KB decoded.
+const PACKS_DECODED_KEPT: usize = 2;
+
+/// A decoded pack: its timestamps and the columns read so far, each by its chunk's offset.
+struct DecodedPack {
+    ts_offset: u64,
+    ts: Arc<[i64]>,
+    cols: Vec<(u64, Arc<Column>)>,
 }
 
 impl std::fmt::Debug for Segment {
@@ -836,6 +1130,7 @@ impl Segment {
             groups: groups.into_boxed_slice(),
             cache: Arc::clone(cache),
             number: crate::block_cache::next_segment_no(),
+            packs: parking_lot::Mutex::new(Vec::new()),
         })
     }
 
@@ -850,13 +1145,9 @@ impl Segment {
         std::mem::size_of::<Segment>() + self.path.as_os_str().len() + std::mem::size_of_val(&*self.groups)
     }
 
-    fn group_blocks(&self, g: usize) -> usize {
-        (self.n_blocks - g * FOOTER_GROUP_BLOCKS).min(FOOTER_GROUP_BLOCKS)
-    }
-
     /// The decoded blocks of group `g`, from the cache or the file.
     fn group(&self, g: usize) -> Result<Arc<[BlockMeta]>> {
-        let bytes = self.group_blocks(g) * std::mem::size_of::<BlockMeta>()
+        let bytes = self.groups[g].n_blocks as usize * std::mem::size_of::<BlockMeta>()
             + self.groups[g].n_cols as usize * std::mem::size_of::<ColMeta>()
             + GROUP_OVERHEAD_BYTES;
         self.cache.get_or_load((self.number, g as u32), bytes, || self.decode_group(g).map(Arc::from))
@@ -877,14 +1168,12 @@ impl Segment {
         dec.series = if g == 0 { 0 } else { self.groups[g - 1].last_series };
         dec.next_offset = grp.data_off;
         let mut r = Reader::new(&buf);
-        let first = g * FOOTER_GROUP_BLOCKS;
-        let n = self.group_blocks(g);
-        let mut blocks = Vec::with_capacity(n);
-        let mut prev = None;
+        let first = grp.first_block as usize;
+        let n = grp.n_blocks as usize;
+        let mut blocks: Vec<BlockMeta> = Vec::with_capacity(n);
         for i in first..first + n {
             let b = dec.decode(&mut r).ok_or_else(|| corrupt(format!("block {i} does not decode")))?;
-            check_block(&self.id, self.footer_offset, prev, i, &b).map_err(corrupt)?;
-            prev = Some((b.series, b.ts_max));
+            check_block(&self.id, self.footer_offset, blocks.last(), i, &b).map_err(corrupt)?;
             blocks.push(b);
         }
         let next_data_off = self.groups.get(g + 1).map_or(self.footer_offset, |next| next.data_off);
@@ -894,11 +1183,113 @@ impl Segment {
             && blocks.iter().map(|b| b.ts_min).min() == Some(grp.ts_min)
             && blocks.iter().map(|b| b.ts_max).max() == Some(grp.ts_max)
             && blocks.iter().map(|b| b.cols.len()).sum::<usize>() == grp.n_cols as usize
+            && !dec.inside_pack()
             && (self.version < 2 || dec.next_offset == next_data_off);
         if !agrees {
             return Err(corrupt(format!("block index group {g} disagrees with the index built at open")));
         }
+        self.resolve_packs(&mut blocks, first)?;
         Ok(blocks)
+    }
+
+    /// Gives each packed block of a decoded group its own time range and statistics, from its rows in
+    /// the decoded pack, and checks the pack (the reader's half of what `SegmentWriter::close_pack`
+    /// wrote): every column decodes to the pack's rows, the pack's time range is its rows', and each
+    /// block's rows are strictly increasing.
+    fn resolve_packs(&self, blocks: &mut [BlockMeta], first: usize) -> Result<()> {
+        let mut i = 0;
+        while i < blocks.len() {
+            let Some(slice) = blocks[i].pack else {
+                i += 1;
+                continue;
+            };
+            // A group starts at a pack's first block (the decoder saw its header).
+            debug_assert_eq!(slice.row_off, 0);
+            let ts_chunk = blocks[i].ts_chunk;
+            let end = i + blocks[i..].iter().take_while(|b| b.pack.is_some() && b.ts_chunk == ts_chunk).count();
+            let (pack_min, pack_max) = (blocks[i].ts_min, blocks[i].ts_max);
+            let all: Vec<(ColId, FieldType)> = blocks[i].cols.iter().map(|c| (c.col, c.ty)).collect();
+            let pack_cols = blocks[i].cols.clone();
+            let decoded = self.decoded_pack(&blocks[i], &all)?;
+            let corrupt = |what: String| Error::Corrupt { path: self.path.clone(), offset: ts_chunk.offset, what };
+            if decoded.ts.iter().min() != Some(&pack_min) || decoded.ts.iter().max() != Some(&pack_max) {
+                return Err(corrupt(format!("pack of block {}: timestamps outside the range its header gives", first + i)));
+            }
+            for (k, b) in blocks[i..end].iter_mut().enumerate() {
+                let rows = b.pack.map_or(0, |p| p.row_off as usize)..b.pack.map_or(0, |p| (p.row_off + b.n_rows) as usize);
+                let ts = &decoded.ts[rows.clone()];
+                if ts.windows(2).any(|w| w[0] >= w[1]) {
+                    return Err(corrupt(format!("packed block {}: timestamps not strictly increasing", first + i + k)));
+                }
+                (b.ts_min, b.ts_max) = (ts[0], ts[ts.len() - 1]);
+                b.cols.clear();
+                for m in &pack_cols {
+                    let c = decoded.col(m.chunk.offset).expect("every pack column was decoded");
+                    let stats = stats_of(ts, &c.slice(rows.clone()));
+                    if stats.count > 0 {
+                        b.cols.push(ColMeta { stats, ..m.clone() });
+                    }
+                }
+            }
+            i = end;
+        }
+        for k in 1..blocks.len() {
+            check_block(&self.id, self.footer_offset, Some(&blocks[k - 1]), first + k, &blocks[k])
+                .map_err(|what| Error::Corrupt { path: self.path.clone(), offset: self.footer_offset, what })?;
+        }
+        Ok(())
+    }
+
+    /// The pack holding packed block `b`, with at least the columns `cols` of those `b` has, decoded:
+    /// from the segment's last decoded packs, or read, checked and decoded now.
+    fn decoded_pack(&self, b: &BlockMeta, cols: &[(ColId, FieldType)]) -> Result<Arc<DecodedPack>> {
+        let Some(slice) = b.pack else { return Err(Error::internal("decoded_pack of a block that is not packed")) };
+        let n = slice.rows as usize;
+        let wanted: Vec<&ColMeta> = cols.iter().filter_map(|(c, _)| b.col(*c)).collect();
+        let cached = {
+            let mut packs = self.packs.lock();
+            let at = packs.iter().position(|p| p.ts_offset == b.ts_chunk.offset);
+            at.map(|at| {
+                let p = packs.remove(at);
+                packs.insert(0, Arc::clone(&p));
+                p
+            })
+        };
+        if let Some(p) = &cached
+            && wanted.iter().all(|m| p.col(m.chunk.offset).is_some())
+        {
+            return Ok(Arc::clone(p));
+        }
+        let corrupt = |offset: u64, what: String| Error::Corrupt { path: self.path.clone(), offset, what };
+        let ts: Arc<[i64]> = match &cached {
+            Some(p) => Arc::clone(&p.ts),
+            None => {
+                let ts = codec::decode_timestamps(&self.read_chunk(&b.ts_chunk)?, n)
+                    .map_err(|e| corrupt(b.ts_chunk.offset, format!("pack timestamps: {e}")))?;
+                if ts.len() != n {
+                    return Err(corrupt(b.ts_chunk.offset, "pack timestamps disagree with the block index".into()));
+                }
+                ts.into()
+            }
+        };
+        let mut decoded = cached.as_ref().map_or_else(Vec::new, |p| p.cols.clone());
+        for m in wanted {
+            if decoded.iter().any(|(o, _)| *o == m.chunk.offset) {
+                continue;
+            }
+            let c = codec::decode_column_in(&self.read_chunk(&m.chunk)?, m.ty, n, self.version)
+                .map_err(|e| corrupt(m.chunk.offset, format!("pack column {} (segment version {}): {e}", m.col, self.version)))?;
+            if c.len() != n || c.values.len() != n {
+                return Err(corrupt(m.chunk.offset, format!("pack column {} disagrees with the block index", m.col)));
+            }
+            decoded.push((m.chunk.offset, Arc::new(c)));
+        }
+        let p = Arc::new(DecodedPack { ts_offset: b.ts_chunk.offset, ts, cols: decoded });
+        let mut packs = self.packs.lock();
+        packs.retain(|q| q.ts_offset != p.ts_offset);
+        packs.insert(0, Arc::clone(&p));
+        packs.truncate(PACKS_DECODED_KEPT);
+        Ok(p)
     }
 
     /// The groups that may hold blocks of `series`.
@@ -1012,6 +1403,9 @@ impl Segment {
 
     /// Decodes the rows of block `b` with `ts_min <= ts <= ts_max`, for the requested columns.
     pub fn read_block(&self, b: &BlockMeta, ts_min: i64, ts_max: i64, cols: &[(ColId, FieldType)]) -> Result<SeriesRows> {
+        if b.pack.is_some() {
+            return self.read_packed_block(b, ts_min, ts_max, cols);
+        }
         let corrupt = |offset: u64, what: String| Error::Corrupt { path: self.path.clone(), offset, what };
         let n = b.n_rows as usize;
         let ts = codec::decode_timestamps(&self.read_chunk(&b.ts_chunk)?, n)
@@ -1043,6 +1437,41 @@ impl Segment {
         Ok(SeriesRows { series: b.series, ts, cols: out })
     }
 
+    /// [`Segment::read_block`] of a packed block: its rows of the decoded pack.
+    fn read_packed_block(&self, b: &BlockMeta, ts_min: i64, ts_max: i64, cols: &[(ColId, FieldType)]) -> Result<SeriesRows> {
+        let corrupt = |offset: u64, what: String| Error::Corrupt { path: self.path.clone(), offset, what };
+        for (col, ty) in cols {
+            if let Some(m) = b.col(*col)
+                && m.ty != *ty
+            {
+                return Err(corrupt(m.chunk.offset, format!("column {col} stored as {:?}, catalog says {ty:?}", m.ty)));
+            }
+        }
+        let pack = self.decoded_pack(b, cols)?;
+        let off = b.pack.map_or(0, |p| p.row_off as usize);
+        let rows = off..off + b.n_rows as usize;
+        let ts = pack.ts.get(rows.clone()).unwrap_or_default();
+        let increasing = ts.iter().zip(ts.iter().skip(1)).fold(true, |ok, (a, b)| ok & (a < b));
+        if ts.len() != b.n_rows as usize || ts.first() != Some(&b.ts_min) || ts.last() != Some(&b.ts_max) || !increasing {
+            return Err(corrupt(b.ts_chunk.offset, "decoded pack timestamps disagree with the block index".into()));
+        }
+        let start = off + ts.partition_point(|t| *t < ts_min);
+        let end = off + ts.partition_point(|t| *t <= ts_max);
+        let mut out = Vec::with_capacity(cols.len());
+        for (col, _) in cols {
+            let Some(m) = b.col(*col) else {
+                out.push(None);
+                continue;
+            };
+            let c = pack.col(m.chunk.offset).expect("decoded_pack decodes the block's requested columns");
+            if c.validity[rows.clone()].iter().filter(|v| **v).count() != m.stats.count as usize {
+                return Err(corrupt(m.chunk.offset, format!("pack column {col} disagrees with the block index")));
+            }
+            out.push(Some(c.slice(start..end)));
+        }
+        Ok(SeriesRows { series: b.series, ts: pack.ts[start..end].to_vec(), cols: out })
+    }
+
     /// All rows of `series` in `[ts_min, ts_max]` in this segment.
     pub fn read_series(&self, series: SeriesId, ts_min: i64, ts_max: i64, cols: &[(ColId, FieldType)]) -> Result<Vec<SeriesRows>> {
         let mut out = Vec::new();
@@ -1053,6 +1482,12 @@ impl Segment {
             out.push(self.read_block(b, ts_min, ts_max, cols)?);
         }
         Ok(out)
+    }
+}
+
+impl DecodedPack {
+    fn col(&self, chunk_offset: u64) -> Option<&Column> {
+        self.cols.iter().find(|(o, _)| *o == chunk_offset).map(|(_, c)| &**c)
     }
 }
 
@@ -1199,12 +1634,35 @@ mod tests {
         assert_eq!(all, vec![-3, 10, 999, 1000, 1001]);
     }
 
-    /// Every statistic of every type survives the version-2 footer, extreme values included.
+    /// A block as readers see it, without where its chunks are: what must not depend on the layout.
+    type Logical = (SeriesId, u32, i64, i64, Vec<(ColId, FieldType, ColStats)>);
+
+    fn logical(b: &BlockMeta) -> Logical {
+        (b.series, b.n_rows, b.ts_min, b.ts_max, b.cols.iter().map(|c| (c.col, c.ty, c.stats)).collect())
+    }
+
+    /// Every statistic of every type survives the version-2 footer, extreme values included; in version
+    /// 4 a packed block reads with the same time range and statistics (computed from its pack).
     #[test]
     fn block_index_round_trips_exactly() {
+        let mut v3 = Vec::new();
+        for version in [3, VERSION] {
+            let read = round_trip_blocks(version);
+            if version == 3 {
+                v3 = read.iter().map(logical).collect();
+                assert!(read.iter().all(|b| b.pack.is_none()));
+            } else {
+                assert_eq!(read.iter().map(logical).collect::<Vec<_>>(), v3);
+                // Series 3 has two blocks, so neither is packed; series 700 has one small block.
+                assert_eq!(read.iter().map(|b| b.pack.is_some()).collect::<Vec<_>>(), [false, false, true]);
+            }
+        }
+    }
+
+    fn round_trip_blocks(version: u32) -> Vec<BlockMeta> {
         let dir = tempfile::tempdir().unwrap();
         let id = SegmentId { db: 1, table: 2, partition_start: -1000, partition_ns: 1_000_000, generation: 9, gen_min: 3, tombstones_applied: 4 };
-        let mut w = SegmentWriter::create(&dir.path().join("x.seg"), id).unwrap();
+        let mut w = SegmentWriter::create_version(&dir.path().join("x.seg"), id, version).unwrap();
         let mut cols = [Column::new(FieldType::Integer), Column::new(FieldType::UInteger), Column::new(FieldType::Float),
             Column::new(FieldType::Boolean), Column::new(FieldType::String)];
         let values = [i64::MIN, -1, 0, 7, i64::MAX];
@@ -1220,8 +1678,8 @@ mod tests {
             cols[4].push_value(&Value::String(format!("s{k}")));
         }
         let ids: Vec<ColId> = (0..5).collect();
-        for series in [3, 3, 700] {
-            let base = if w.is_empty() { -990 } else { w.blocks.last().unwrap().ts_max + 1 };
+        for (k, series) in [3, 3, 700].into_iter().enumerate() {
+            let base = -990 + k as i64 * 100;
             let ts: Vec<i64> = (0..5).map(|i| base + i * 11).collect();
             let rows = SeriesRows { series, ts, cols: cols.iter().cloned().map(Some).collect() };
             w.add_block(&rows, 0..5, &ids).unwrap();
@@ -1232,17 +1690,26 @@ mod tests {
         assert_eq!(seg.id, id);
         let mut read = Vec::new();
         seg.for_each_block(|b| read.push(b.clone())).unwrap();
-        assert_eq!(read, written);
+        if version == 3 {
+            assert_eq!(read, written);
+        }
         let sum = read[0].col(0).unwrap().stats;
         assert!(!sum.sum_ok, "i64::MIN + ... + i64::MAX overflows");
-        let ints = seg.read_series(700, i64::MIN, i64::MAX, &[(0, FieldType::Integer)]).unwrap();
-        assert_eq!(ints[0].cols[0].as_ref().unwrap().get(4), Some(Value::Integer(i64::MAX)));
+        for series in [3, 700] {
+            let ints = seg.read_series(series, i64::MIN, i64::MAX, &[(0, FieldType::Integer), (4, FieldType::String)]).unwrap();
+            let last = ints.last().unwrap();
+            assert_eq!(last.cols[0].as_ref().unwrap().get(4), Some(Value::Integer(i64::MAX)));
+            assert_eq!(last.cols[1].as_ref().unwrap().get(1), Some(Value::String("s1".into())));
+            assert_eq!(last.cols[0].as_ref().unwrap().get(0), None);
+        }
+        read
     }
 
     /// Writes one block of a decimal float column (which the writer stores as Alp) and an integer
     /// column, and returns the file's path and bytes.
     fn alp_segment(dir: &Path) -> (PathBuf, Vec<u8>) {
-        let mut w = PartitionedWriter::new(dir, 1, 2, 1_000_000, 1);
+        let id = SegmentId { db: 1, table: 2, partition_start: 0, partition_ns: 1_000_000, generation: 1, gen_min: 1, tombstones_applied: 0 };
+        let mut w = SegmentWriter::create_version(&dir.join("alp.seg"), id, 3).unwrap();
         let mut f = Column::new(FieldType::Float);
         let mut i = Column::new(FieldType::Integer);
         for k in 0..500 {
@@ -1251,7 +1718,7 @@ mod tests {
         }
         let rows = SeriesRows { series: 3, ts: (0..500).collect(), cols: vec![Some(f), Some(i)] };
         w.add_series(&rows, &[1, 2]).unwrap();
-        let path = w.finish().unwrap().pop().unwrap();
+        let path = w.finish().unwrap();
         let bytes = std::fs::read(&path).unwrap();
         (path, bytes)
     }
@@ -1267,14 +1734,14 @@ mod tests {
 
     /// Version 3 (issue 5's float codecs) has version 2's layout: a version-2 file without the new codecs
     /// still reads, a version-2 file holding an Alp chunk is refused when that column is read (naming
-    /// the file and both versions), and version 4 is refused at open as newer.
+    /// the file and both versions), and version 5 is refused at open as newer.
     #[test]
     fn version_3_float_codecs_and_older_and_newer_files() {
         const FLOAT: [(ColId, FieldType); 1] = [(1, FieldType::Float)];
         const INT: [(ColId, FieldType); 1] = [(2, FieldType::Integer)];
         let dir = tempfile::tempdir().unwrap();
         let (path, bytes) = alp_segment(dir.path());
-        assert_eq!(bytes[8..12], VERSION.to_le_bytes());
+        assert_eq!(bytes[8..12], 3u32.to_le_bytes());
         let seg = Segment::open(&path).unwrap();
         assert_eq!(seg.version, 3);
         let blocks = seg.series_blocks(3).unwrap();
@@ -1292,11 +1759,11 @@ mod tests {
         assert!(err.contains(&path.display().to_string()), "{err}");
         assert!(err.contains("needs segment version 3 or newer, this file is version 2"), "{err}");
 
-        set_version(&path, &bytes, 4);
+        set_version(&path, &bytes, 5);
         let err = Segment::open(&path).unwrap_err();
-        assert!(matches!(err, Error::UnsupportedVersion { version: 4, .. }), "{err}");
+        assert!(matches!(err, Error::UnsupportedVersion { version: 5, .. }), "{err}");
         let msg = err.to_string();
-        assert!(msg.contains("unsupported format version 4") && msg.contains("this build reads 1 to 3"), "{msg}");
+        assert!(msg.contains("unsupported format version 5") && msg.contains("this build reads 1 to 4"), "{msg}");
         assert!(msg.contains(&path.display().to_string()), "{msg}");
     }
 
@@ -1318,6 +1785,41 @@ mod tests {
                 Ok(rows) => {
                     // A flip in unused header padding may go unnoticed, but the data must be intact.
                     assert_eq!(rows[0], sample(3, (0..300).collect()), "byte {i} flipped silently changed data");
+                }
+            }
+        }
+    }
+
+    /// A byte flipped anywhere in a segment of packed series (pack headers, pack chunks, the two varints
+    /// per series) is refused at open or when read, or leaves every series' rows intact: never silently
+    /// different rows, whichever series is read first.
+    #[test]
+    fn corruption_in_packs_is_detected_not_returned() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("packed.seg");
+        let id = SegmentId { db: 1, table: 2, partition_start: 0, partition_ns: 1_000_000, generation: 1, gen_min: 1, tombstones_applied: 0 };
+        let mut w = SegmentWriter::create(&path, id).unwrap();
+        let ids: Vec<ColId> = COLS.iter().map(|c| c.0).collect();
+        let series: Vec<SeriesRows> = (0..40).map(|s| sample(s * 3 + 1, (0..3).map(|i| 100 + i * 10 + i64::from(s)).collect())).collect();
+        for rows in &series {
+            w.add_series(rows, &ids).unwrap();
+        }
+        w.finish().unwrap();
+        let good = std::fs::read(&path).unwrap();
+        let seg = Segment::open(&path).unwrap();
+        let mut packed = 0;
+        seg.for_each_block(|b| packed += usize::from(b.pack.is_some())).unwrap();
+        assert_eq!(packed, 40);
+        drop(seg);
+        for i in (0..good.len()).step_by(3) {
+            let mut bad = good.clone();
+            bad[i] ^= 0x41;
+            std::fs::write(&path, &bad).unwrap();
+            let Ok(seg) = Segment::open_with_cache(&path, &Arc::new(BlockIndexCache::new(0))) else { continue };
+            for (k, want) in series.iter().enumerate().rev() {
+                match seg.read_series(want.series, i64::MIN, i64::MAX, &COLS) {
+                    Err(_) => {}
+                    Ok(rows) => assert_eq!(rows, vec![want.clone()], "byte {i} flipped silently changed series {k}"),
                 }
             }
         }
@@ -1373,9 +1875,9 @@ mod tests {
     /// A segment whose series straddle group boundaries: series k has `k % 5 + 1` blocks of 1 to 3
     /// rows, series 7 has 150 one-row blocks (three groups), and series 9999 a full-size series
     /// (BLOCK_ROWS_MAX + 5 rows, two blocks). Returns the path and the blocks as written.
-    fn many_series_segment(dir: &Path) -> (PathBuf, Vec<BlockMeta>) {
+    fn many_series_segment(dir: &Path, version: u32) -> (PathBuf, Vec<BlockMeta>) {
         let id = SegmentId { db: 1, table: 2, partition_start: 0, partition_ns: 1 << 40, generation: 5, gen_min: 5, tombstones_applied: 0 };
-        let mut w = SegmentWriter::create(&dir.join("many.seg"), id).unwrap();
+        let mut w = SegmentWriter::create_version(&dir.join(format!("many-v{version}.seg")), id, version).unwrap();
         let series_rows = |series: SeriesId, n: usize, step: i64| {
             let mut c = Column::new(FieldType::Integer);
             for i in 0..n {
@@ -1401,7 +1903,7 @@ mod tests {
     #[test]
     fn lazy_block_index_reads_identically_with_tiny_and_large_caches() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, written) = many_series_segment(dir.path());
+        let (path, written) = many_series_segment(dir.path(), 3);
         let bytes = std::fs::read(&path).unwrap();
         for version in [3, 2] {
             set_version(&path, &bytes, version);
@@ -1428,11 +1930,36 @@ mod tests {
         }
     }
 
+    /// Version 4 packs the series that have one small block: the same data as a version-3 file reads
+    /// back as the same blocks (time ranges, statistics) and rows, through caches that keep nothing or
+    /// everything, and takes fewer bytes.
+    #[test]
+    fn packed_segment_reads_as_the_unpacked_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let (p3, written) = many_series_segment(dir.path(), 3);
+        let (p4, _) = many_series_segment(dir.path(), VERSION);
+        let s3 = Segment::open(&p3).unwrap();
+        let v3 = view(&s3, &INT);
+        assert_eq!(v3.all, written);
+        let strip = |v: &IndexView| (v.all.iter().map(logical).collect::<Vec<_>>(), v.rows.clone(), v.hidden.clone(), v.series.clone());
+        for cache in [0, 64 << 20] {
+            let s4 = Segment::open_with_cache(&p4, &Arc::new(BlockIndexCache::new(cache))).unwrap();
+            assert_eq!(s4.version, VERSION);
+            let v4 = view(&s4, &INT);
+            assert_eq!(strip(&v4), strip(&v3), "cache {cache}");
+            let packed = v4.all.iter().filter(|b| b.pack.is_some()).count();
+            assert!(packed >= 80, "{packed} packed blocks (every series with one block has one)");
+            assert!(v4.all.iter().filter(|b| b.pack.is_some()).all(|b| v4.all.iter().filter(|o| o.series == b.series).count() == 1));
+        }
+        let (l3, l4) = (std::fs::metadata(&p3).unwrap().len(), std::fs::metadata(&p4).unwrap().len());
+        assert!(l4 < l3, "packed {l4} bytes, unpacked {l3}");
+    }
+
     /// A walk in series order (compaction's) decodes each group about once even with no cache at all.
     #[test]
     fn series_walker_decodes_each_group_once_without_a_cache() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, written) = many_series_segment(dir.path());
+        let (path, written) = many_series_segment(dir.path(), 3);
         let cache = Arc::new(BlockIndexCache::new(0));
         let seg = Segment::open_with_cache(&path, &cache).unwrap();
         let series = seg.series().unwrap();
@@ -1451,7 +1978,7 @@ mod tests {
     #[test]
     fn block_index_cache_hits_on_repeated_reads_and_stays_within_capacity() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, _) = many_series_segment(dir.path());
+        let (path, _) = many_series_segment(dir.path(), 3);
         let cache = Arc::new(BlockIndexCache::new(40 << 10));
         let seg = Segment::open_with_cache(&path, &cache).unwrap();
         let series = seg.series().unwrap();
@@ -1478,7 +2005,7 @@ mod tests {
     #[test]
     fn footer_byte_flipped_after_open_is_corrupt_at_the_next_group_read() {
         let dir = tempfile::tempdir().unwrap();
-        let (path, _) = many_series_segment(dir.path());
+        let (path, _) = many_series_segment(dir.path(), 3);
         let seg = Segment::open_with_cache(&path, &Arc::new(BlockIndexCache::new(0))).unwrap();
         let g = &seg.groups[3];
         let at = seg.footer_offset + u64::from(g.footer_off) + u64::from(g.footer_len) / 2;
