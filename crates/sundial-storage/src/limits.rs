@@ -146,3 +146,25 @@ pub const CATALOG_LOG_REWRITE_BYTES_MIN: u64 = 256 * 1024;
 /// The dead-weight trigger of the `catalog.log` rewrite: rewrite when the log holds more than this many
 /// times the records a snapshot would write (i.e. more than half of them are dead).
 pub const CATALOG_LOG_REWRITE_RECORDS_RATIO: u64 = 2;
+
+/// Series in one `catalog.log` series batch record (kind 10, see `catalog_log.rs`): a run of new series
+/// of one table stored column-wise. 16,384 TSBS-like series make a record of about 100 KB; larger
+/// batches gain little (the dictionaries are already amortised) and would make a decode hold more.
+pub const CATALOG_BATCH_SERIES_MAX: usize = 16_384;
+
+/// Tag cells (series × tag columns of the batch, nulls included) in one series batch: what its decode
+/// holds in memory besides the strings. 2²⁰ cells are about 26 MiB of `String` headers and flags.
+pub const CATALOG_BATCH_CELLS_MAX: usize = 1 << 20;
+
+/// Bytes of tag values in one series batch, all together: bounds what a decode may expand a small
+/// record into (a constant chunk stands for every row). A series whose own tags are larger is written
+/// as a single-series record instead.
+pub const CATALOG_BATCH_TAG_BYTES_MAX: usize = 8 * 1024 * 1024;
+
+// A full batch encodes to at most its tag bytes plus, per cell, a length prefix of at most 3 bytes (a
+// value is at most `NAME_BYTES_MAX`) and a validity bit, plus per-column headers: well under a record.
+// The writer still checks the encoded size and falls back to single-series records if it is not.
+const _: () = assert!(CATALOG_BATCH_TAG_BYTES_MAX + 4 * CATALOG_BATCH_CELLS_MAX + 16 * COLUMNS_PER_TABLE_MAX < CATALOG_RECORD_BYTES_MAX);
+const _: () = assert!(CATALOG_BATCH_SERIES_MAX <= CODEC_ROWS_MAX);
+const _: () = assert!(CATALOG_BATCH_SERIES_MAX <= CATALOG_BATCH_CELLS_MAX);
+const _: () = assert!(NAME_BYTES_MAX <= CATALOG_BATCH_TAG_BYTES_MAX);

@@ -318,6 +318,19 @@ pub fn decode_column_in(buf: &[u8], ty: FieldType, n: usize, segment_version: u3
     Ok(Column { values, validity })
 }
 
+/// Decodes a field column chunk of type String and `n` rows whose non-null values hold at most
+/// `bytes_max` bytes in all, refused before they are allocated: a constant or dictionary chunk of a few
+/// bytes can otherwise stand for `n` copies of a 1 MiB string. Used where a record bounds the decoded
+/// bytes rather than the rows (the catalog's series batches, `catalog_log.rs`).
+pub fn decode_string_column(buf: &[u8], n: usize, bytes_max: usize) -> Result<Column> {
+    check_rows(n)?;
+    let mut cur = Cursor::new(buf);
+    let (validity, m) = validity::decode(&mut cur, n)?;
+    let values = ColumnValues::String(spread_strings(string::decode_capped(&mut cur, m, bytes_max)?, &validity));
+    cur.finish("column chunk")?;
+    Ok(Column { values, validity })
+}
+
 /// The validity and value codecs of a column chunk of `n` rows, for diagnostics and benchmarks.
 pub fn column_codecs(buf: &[u8], n: usize) -> Option<(ValidityCodec, Codec)> {
     check_rows(n).ok()?;

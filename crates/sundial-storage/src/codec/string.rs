@@ -129,30 +129,49 @@ fn get_blob<'a>(cur: &mut Cursor<'a>, max_raw: usize) -> Result<Cow<'a, [u8]>> {
     }
 }
 
-/// Bytes a block of `count` length-prefixed strings can legitimately hold.
-fn blob_max(count: usize) -> usize {
-    count.saturating_mul(STRING_VALUE_BYTES_MAX + 10)
+/// Bytes a block of `count` length-prefixed strings can legitimately hold, when the strings may hold
+/// `bytes_max` bytes in all (each length prefix takes at most 10 bytes).
+fn blob_max(count: usize, bytes_max: usize) -> usize {
+    count.saturating_mul(STRING_VALUE_BYTES_MAX).min(bytes_max).saturating_add(count.saturating_mul(10))
 }
 
 pub(super) fn decode(cur: &mut Cursor<'_>, m: usize) -> Result<Vec<String>> {
+    decode_capped(cur, m, usize::MAX)
+}
+
+/// [`decode`] refusing, before allocating them, values that hold more than `bytes_max` bytes in all.
+/// Without a cap a constant or a dictionary can expand a small chunk into `m` copies of a
+/// `STRING_VALUE_BYTES_MAX` string; a segment block bounds `m` by its row limit, a catalog series batch
+/// (`catalog_log.rs`) bounds the total instead.
+pub(super) fn decode_capped(cur: &mut Cursor<'_>, m: usize, bytes_max: usize) -> Result<Vec<String>> {
     match Codec::read(cur, WHAT)? {
         Codec::Empty if m == 0 => Ok(Vec::new()),
         Codec::Empty => Err(CodecError::LengthMismatch { what: WHAT, expected: m, actual: 0 }),
         Codec::Constant => {
             let len = cur.len(STRING_VALUE_BYTES_MAX, "string constant length")?;
             let s = utf8(cur.take(len, "string constant")?)?;
+            check_total(len.saturating_mul(m), bytes_max)?;
             Ok(vec![s.to_owned(); m])
         }
         Codec::StrPlain => {
-            let blob = get_blob(cur, blob_max(m))?;
-            Ok(split(&blob, m)?.into_iter().map(str::to_owned).collect())
+            let blob = get_blob(cur, blob_max(m, bytes_max))?;
+            let vals = split(&blob, m)?;
+            check_total(vals.iter().map(|s| s.len()).sum(), bytes_max)?;
+            Ok(vals.into_iter().map(str::to_owned).collect())
         }
-        Codec::StrDict => decode_dict(cur, m),
+        Codec::StrDict => decode_dict(cur, m, bytes_max),
         codec => Err(CodecError::WrongCodec { what: WHAT, codec }),
     }
 }
 
-fn decode_dict(cur: &mut Cursor<'_>, m: usize) -> Result<Vec<String>> {
+fn check_total(bytes: usize, bytes_max: usize) -> Result<()> {
+    if bytes > bytes_max {
+        return Err(CodecError::LengthMismatch { what: "string values bytes (above the cap)", expected: bytes_max, actual: bytes });
+    }
+    Ok(())
+}
+
+fn decode_dict(cur: &mut Cursor<'_>, m: usize, bytes_max: usize) -> Result<Vec<String>> {
     let d = cur.len(m, "string dictionary size")?;
     if d == 0 {
         return Err(CodecError::Corrupt { what: "string dictionary size (zero)" });
@@ -161,14 +180,16 @@ fn decode_dict(cur: &mut Cursor<'_>, m: usize) -> Result<Vec<String>> {
     let mut idx_cur = Cursor::new(cur.take(idx_len, "string dictionary indexes")?);
     let idx: Vec<u32> = numeric::decode(&mut idx_cur, m)?;
     idx_cur.finish("string dictionary indexes")?;
-    let blob = get_blob(cur, blob_max(d))?;
+    let blob = get_blob(cur, blob_max(d, bytes_max))?;
     let dict = split(&blob, d)?;
-    let mut out = Vec::with_capacity(m);
-    for i in idx {
-        let s = dict.get(i as usize).ok_or(CodecError::Corrupt { what: "string dictionary index (out of range)" })?;
-        out.push((*s).to_owned());
+    let mut total = 0usize;
+    for i in &idx {
+        let s = dict.get(*i as usize).ok_or(CodecError::Corrupt { what: "string dictionary index (out of range)" })?;
+        total = total.saturating_add(s.len());
     }
-    Ok(out)
+    check_total(total, bytes_max)?;
+    // Every index was checked above.
+    Ok(idx.into_iter().map(|i| dict[i as usize].to_owned()).collect())
 }
 
 /// Splits a block of exactly `count` length-prefixed UTF-8 strings, each at most

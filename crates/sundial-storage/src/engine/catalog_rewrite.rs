@@ -69,9 +69,10 @@ impl LogState {
 /// What [`Engine::rewrite_catalog_log_now`] did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CatalogLogRewrite {
-    pub records_before: u64,
+    /// Entries of the log before (a series batch record counts each of its series).
+    pub entries_before: u64,
     pub bytes_before: u64,
-    pub records_after: u64,
+    pub entries_after: u64,
     pub bytes_after: u64,
 }
 
@@ -83,7 +84,7 @@ impl Engine {
         self.inner.rewrite_catalog_log(&w)
     }
 
-    /// Records and bytes of `catalog.log`.
+    /// Entries (a series batch record counts each of its series) and bytes of `catalog.log`.
     pub fn catalog_log_size(&self) -> (u64, u64) {
         self.inner.catalog_log.lock().log.size()
     }
@@ -140,8 +141,8 @@ impl Inner {
             Ok(false) => {}
             Ok(true) => match self.rewrite_catalog_log(&w) {
                 Ok(r) => tracing::info!(
-                    records_before = r.records_before,
-                    records_after = r.records_after,
+                    entries_before = r.entries_before,
+                    entries_after = r.entries_after,
                     bytes_before = r.bytes_before,
                     bytes_after = r.bytes_after,
                     "rewrote catalog.log without its dead entries"
@@ -153,9 +154,12 @@ impl Inner {
     }
 
     /// True when the log holds at least `catalog_log_rewrite_bytes_min` bytes and more than
-    /// [`limits::CATALOG_LOG_REWRITE_RECORDS_RATIO`] times the records a snapshot would write.
+    /// [`limits::CATALOG_LOG_REWRITE_RECORDS_RATIO`] times the entries a snapshot would write. Entries,
+    /// not records: both the log and a snapshot batch runs of series, so counting each batch's series
+    /// compares like with like whatever the batching (a log appended flush by flush holds more, smaller
+    /// batches than a snapshot).
     fn rewrite_due(&self) -> Result<bool> {
-        let (records, bytes) = self.catalog_log.lock().log.size();
+        let (entries, bytes) = self.catalog_log.lock().log.size();
         if bytes < self.config.catalog_log_rewrite_bytes_min {
             return Ok(false);
         }
@@ -164,7 +168,7 @@ impl Inner {
         let state = self.catalog_log.lock();
         let kept = self.kept(&cat, &state, oldest);
         let live = 1 + cat.live_entry_count() + kept.drops.len() + kept.tombstones.len();
-        Ok(records > (live as u64).saturating_mul(limits::CATALOG_LOG_REWRITE_RECORDS_RATIO))
+        Ok(entries > (live as u64).saturating_mul(limits::CATALOG_LOG_REWRITE_RECORDS_RATIO))
     }
 
     /// The rewrite itself; the caller holds the write lock (proved by the guard).
@@ -172,7 +176,7 @@ impl Inner {
         let oldest = self.oldest_wal_seq()?;
         let cat = self.catalog.read();
         let mut state = self.catalog_log.lock();
-        let (records_before, bytes_before) = state.log.size();
+        let (entries_before, bytes_before) = state.log.size();
         let kept = self.kept(&cat, &state, oldest);
         let counters = Counters {
             next_db: cat.next_db_id(),
@@ -197,7 +201,7 @@ impl Inner {
         }
         state.tombstones = kept.tombstones;
         state.drop_seqs.retain(|k, _| kept.drops.contains(k));
-        let (records_after, bytes_after) = state.log.size();
-        Ok(CatalogLogRewrite { records_before, bytes_before, records_after, bytes_after })
+        let (entries_after, bytes_after) = state.log.size();
+        Ok(CatalogLogRewrite { entries_before, bytes_before, entries_after, bytes_after })
     }
 }

@@ -97,8 +97,8 @@ fn rewrite_then_reopen_gives_the_same_catalog_the_same_rows_and_a_smaller_log() 
     let (entries_before, rows_before) = (live_entries(&e), read_db(&e, "db"));
     assert!(!rows_before.is_empty());
     let r = e.rewrite_catalog_log_now().unwrap();
-    assert!(r.records_after < r.records_before && r.bytes_after < r.bytes_before, "{r:?}");
-    assert_eq!(e.catalog_log_size(), (r.records_after, r.bytes_after));
+    assert!(r.entries_after < r.entries_before && r.bytes_after < r.bytes_before, "{r:?}");
+    assert_eq!(e.catalog_log_size(), (r.entries_after, r.bytes_after));
     assert_eq!(live_entries(&e), entries_before);
     assert_eq!(read_db(&e, "db"), rows_before);
     drop(e);
@@ -299,4 +299,87 @@ fn compaction_writes_are_paced_by_the_rate_limit_and_flushes_are_not() {
     let slept = clock.slept().as_secs_f64();
     assert!(want > 1.0, "the test must write well past the burst: {r:?}");
     assert!((slept - want).abs() < 1e-3, "slept {slept} s for {} bytes at {rate} B/s, expected {want}", r.bytes_out);
+}
+
+/// (hostname, rack, os) of series `i`: every fifth lacks `rack`, odd ones lack `os`.
+fn tsbs_like_tags(i: usize) -> (String, Option<String>, Option<&'static str>) {
+    let rack = (!i.is_multiple_of(5)).then(|| (i * 7 % 100).to_string());
+    let os = i.is_multiple_of(2).then_some(["Ubuntu16.04LTS", "Ubuntu15.10 é"][i / 2 % 2]);
+    (format!("host_{i}"), rack, os)
+}
+
+fn write_many_series(e: &Engine, table: &str, n: usize) {
+    let tags: Vec<_> = (0..n).map(tsbs_like_tags).collect();
+    let points: Vec<WritePoint<'_>> = tags
+        .iter()
+        .enumerate()
+        .map(|(i, (host, rack, os))| {
+            let mut t = vec![("hostname", host.as_str())];
+            t.extend(rack.as_deref().map(|r| ("rack", r)));
+            t.extend(os.map(|o| ("os", o)));
+            WritePoint { line: 1, table, tags: t, fields: vec![("v", Value::Integer(i as i64))], ts: 1 }
+        })
+        .collect();
+    let out = e.write("db", &points).unwrap();
+    assert!(out.rejected.is_empty(), "{:?}", out.rejected);
+}
+
+/// Kinds of the records of `catalog.log` in `dir`.
+fn log_kinds(dir: &Path) -> Vec<u8> {
+    catalog_log::record_kinds(&dir.join("catalog.log"))
+}
+
+#[test]
+fn new_series_are_logged_in_batches_and_come_back_with_the_same_ids_and_tags() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    write_many_series(&e, "cpu", 5000);
+    // A measurement without tags: one series with no tag at all.
+    e.write("db", &[WritePoint { line: 1, table: "bare", tags: vec![], fields: vec![("v", Value::Integer(1))], ts: 1 }]).unwrap();
+    e.flush().unwrap();
+    let live = live_entries(&e);
+    let (entries, bytes) = e.catalog_log_size();
+    assert_eq!(entries, live.len() as u64, "the log counts the entries its batches stand for");
+    let kinds = log_kinds(dir.path());
+    assert_eq!(kinds.iter().filter(|k| **k == catalog_log::KIND_SERIES_BATCH).count(), 1, "{kinds:?}");
+    assert!(kinds.len() < 20, "{kinds:?}");
+    assert!(bytes < 5000 * 10, "{bytes} bytes for 5000 series");
+    drop(e);
+
+    let e = Engine::open(config(dir.path())).unwrap();
+    assert_eq!(live_entries(&e), live);
+    assert_eq!(e.catalog_log_size(), (entries, bytes), "a log of live series is not rewritten");
+    let cat = e.catalog();
+    let t = cat.db("db").unwrap().table("cpu").unwrap();
+    let col = |name| t.column(name).unwrap().id;
+    for i in [0usize, 1, 2, 5, 4095, 4999] {
+        let (host, rack, os) = tsbs_like_tags(i);
+        let s = i as SeriesId;
+        assert_eq!(t.series_tag_value(s, col("hostname")), Some(host.as_str()));
+        assert_eq!(t.series_tag_value(s, col("rack")), rack.as_deref());
+        assert_eq!(t.series_tag_value(s, col("os")), os);
+    }
+    assert_eq!(cat.db("db").unwrap().table("bare").unwrap().series_count(), 1);
+}
+
+#[test]
+fn a_rewrite_of_a_batched_log_drops_the_dead_series_and_keeps_the_live_ones_batched() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    write_many_series(&e, "cpu", 3000);
+    write_many_series(&e, "mem", 20_000);
+    e.flush().unwrap();
+    e.drop_table("db", "mem").unwrap();
+    let live = live_entries(&e);
+    let r = e.rewrite_catalog_log_now().unwrap();
+    assert!(r.entries_after < r.entries_before / 4 && r.bytes_after < r.bytes_before / 2, "{r:?}");
+    assert_eq!(r.entries_after as usize, 1 + live.len(), "Counters, then the live catalog");
+    let kinds = log_kinds(dir.path());
+    assert_eq!(kinds.iter().filter(|k| **k == catalog_log::KIND_SERIES_BATCH).count(), 1, "{kinds:?}");
+    drop(e);
+    let e = Engine::open(config(dir.path())).unwrap();
+    assert_eq!(live_entries(&e), live);
+    assert!(e.catalog().db("db").unwrap().table("mem").is_none());
 }
