@@ -121,6 +121,16 @@ impl BlockIndexCache {
         }
     }
 
+    /// The group `key` if it is cached (a hit), else `None` without counting a miss: for a caller
+    /// that can make do with less than a full decode (a segment's series list).
+    pub fn get(&self, key: GroupKey) -> Option<Arc<[BlockMeta]>> {
+        let mut s = self.state.lock();
+        let slot = s.map.get_mut(&key)?;
+        slot.referenced = true;
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        Some(Arc::clone(&slot.blocks))
+    }
+
     /// The group `key`, decoded by `load` on a miss and then kept if `bytes` (its estimated decoded
     /// size) fits the capacity. `load` runs without the lock held: two threads missing the same group
     /// at once both decode it, and the second insert replaces the first (same content).

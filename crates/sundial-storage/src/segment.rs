@@ -204,23 +204,27 @@ pub fn partition_start(ts: i64, partition_ns: i64) -> i64 {
     start.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
 }
 
-fn stats_of(ts: &[i64], c: &Column) -> ColStats {
+/// Statistics of rows `range` of `c`, whose timestamps are `ts` (`ts[k]` is row `range.start + k`).
+/// Reads the column in place: a pack's blocks are slices of its columns.
+fn stats_of(ts: &[i64], c: &Column, range: std::ops::Range<usize>) -> ColStats {
     let mut s = ColStats { sum_ok: true, ..ColStats::default() };
-    let valid: Vec<usize> = (0..c.len()).filter(|i| c.validity[*i]).collect();
-    let (Some(&fi), Some(&li)) = (valid.first(), valid.last()) else { return s };
-    s.count = valid.len() as u32;
-    s.first_ts = ts[fi];
-    s.last_ts = ts[li];
+    let validity = &c.validity[range.clone()];
+    let (Some(fk), Some(lk)) = (validity.iter().position(|v| *v), validity.iter().rposition(|v| *v)) else { return s };
+    s.count = validity.iter().filter(|v| **v).count() as u32;
+    s.first_ts = ts[fk];
+    s.last_ts = ts[lk];
+    let (fi, li) = (range.start + fk, range.start + lk);
+    let valid = |i: &usize| c.validity[*i];
     match &c.values {
         ColumnValues::Float(v) => {
-            let it = valid.iter().map(|i| v[*i]);
+            let it = range.clone().filter(valid).map(|i| v[i]);
             s.min = it.clone().fold(f64::INFINITY, f64::min).to_bits();
             s.max = it.clone().fold(f64::NEG_INFINITY, f64::max).to_bits();
             s.sum = it.sum::<f64>().to_bits();
             (s.first, s.last) = (v[fi].to_bits(), v[li].to_bits());
         }
         ColumnValues::Integer(v) => {
-            let mut it = valid.iter().map(|i| v[*i]);
+            let mut it = range.clone().filter(valid).map(|i| v[i]);
             s.min = it.clone().min().unwrap_or(0) as u64;
             s.max = it.clone().max().unwrap_or(0) as u64;
             let sum = it.try_fold(0i64, i64::checked_add);
@@ -228,7 +232,7 @@ fn stats_of(ts: &[i64], c: &Column) -> ColStats {
             (s.first, s.last) = (v[fi] as u64, v[li] as u64);
         }
         ColumnValues::UInteger(v) => {
-            let mut it = valid.iter().map(|i| v[*i]);
+            let mut it = range.clone().filter(valid).map(|i| v[i]);
             s.min = it.clone().min().unwrap_or(0);
             s.max = it.clone().max().unwrap_or(0);
             let sum = it.try_fold(0u64, u64::checked_add);
@@ -236,8 +240,8 @@ fn stats_of(ts: &[i64], c: &Column) -> ColStats {
             (s.first, s.last) = (v[fi], v[li]);
         }
         ColumnValues::Boolean(v) => {
-            let trues = valid.iter().filter(|i| v[**i]).count() as u64;
-            s.min = u64::from(trues == valid.len() as u64);
+            let trues = range.clone().filter(valid).filter(|i| v[*i]).count() as u64;
+            s.min = u64::from(trues == u64::from(s.count));
             s.max = u64::from(trues > 0);
             s.sum = trues;
             (s.first, s.last) = (u64::from(v[fi]), u64::from(v[li]));
@@ -476,7 +480,7 @@ impl SegmentWriter {
         for (col, c) in cols.iter().zip(&rows.cols) {
             let Some(c) = c else { continue };
             let c = c.slice(range.clone());
-            let stats = stats_of(ts, &c);
+            let stats = stats_of(ts, &c, 0..c.len());
             if stats.count == 0 {
                 continue;
             }
@@ -1150,12 +1154,15 @@ impl Segment {
         let bytes = self.groups[g].n_blocks as usize * std::mem::size_of::<BlockMeta>()
             + self.groups[g].n_cols as usize * std::mem::size_of::<ColMeta>()
             + GROUP_OVERHEAD_BYTES;
-        self.cache.get_or_load((self.number, g as u32), bytes, || self.decode_group(g).map(Arc::from))
+        self.cache.get_or_load((self.number, g as u32), bytes, || self.decode_group(g, true).map(Arc::from))
     }
 
     /// Reads group `g`'s bytes from the footer, checks them against the CRC taken at open, decodes them
     /// and checks the blocks' invariants again, and that they agree with the index entry.
-    fn decode_group(&self, g: usize) -> Result<Vec<BlockMeta>> {
+    ///
+    /// Without `resolve`, packed blocks keep their pack's time range and columns without statistics
+    /// (what the footer says; enough for their series ids) and no pack is read.
+    fn decode_group(&self, g: usize, resolve: bool) -> Result<Vec<BlockMeta>> {
         let grp = &self.groups[g];
         let offset = self.footer_offset + u64::from(grp.footer_off);
         let corrupt = |what: String| Error::Corrupt { path: self.path.clone(), offset, what };
@@ -1188,7 +1195,9 @@ impl Segment {
         if !agrees {
             return Err(corrupt(format!("block index group {g} disagrees with the index built at open")));
         }
-        self.resolve_packs(&mut blocks, first)?;
+        if resolve {
+            self.resolve_packs(&mut blocks, first)?;
+        }
         Ok(blocks)
     }
 
@@ -1225,7 +1234,7 @@ impl Segment {
                 b.cols.clear();
                 for m in &pack_cols {
                     let c = decoded.col(m.chunk.offset).expect("every pack column was decoded");
-                    let stats = stats_of(ts, &c.slice(rows.clone()));
+                    let stats = stats_of(ts, c, rows.clone());
                     if stats.count > 0 {
                         b.cols.push(ColMeta { stats, ..m.clone() });
                     }
@@ -1373,7 +1382,8 @@ impl Segment {
     }
 
     /// The distinct series in this segment, ascending. A group whose first and last blocks have the same
-    /// series holds only that one and is not decoded.
+    /// series holds only that one and is not decoded; an uncached group is decoded without reading its
+    /// packs (a compaction lists the series of inputs whose groups it reads later, one at a time).
     pub fn series(&self) -> Result<Vec<SeriesId>> {
         let mut out: Vec<SeriesId> = Vec::new();
         for (g, grp) in self.groups.iter().enumerate() {
@@ -1383,7 +1393,11 @@ impl Segment {
                 }
                 continue;
             }
-            for b in self.group(g)?.iter() {
+            let blocks = match self.cache.get((self.number, g as u32)) {
+                Some(b) => b,
+                None => self.decode_group(g, false)?.into(),
+            };
+            for b in blocks.iter() {
                 if out.last() != Some(&b.series) {
                     out.push(b.series);
                 }
@@ -1537,10 +1551,16 @@ impl PartitionedWriter {
             let p = partition_start(rows.ts[start], self.partition_ns);
             let p_end = p.saturating_add(self.partition_ns);
             let end = start + rows.ts[start..].partition_point(|t| *t < p_end);
-            let part = SeriesRows {
-                series: rows.series,
-                ts: rows.ts[start..end].to_vec(),
-                cols: rows.cols.iter().map(|c| c.as_ref().map(|c| c.slice(start..end))).collect(),
+            // Most series of a flush lie in one partition: those are written without a copy.
+            let whole = start == 0 && end == rows.len();
+            let part = if whole {
+                std::borrow::Cow::Borrowed(rows)
+            } else {
+                std::borrow::Cow::Owned(SeriesRows {
+                    series: rows.series,
+                    ts: rows.ts[start..end].to_vec(),
+                    cols: rows.cols.iter().map(|c| c.as_ref().map(|c| c.slice(start..end))).collect(),
+                })
             };
             let w = match self.writers.entry(p) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
