@@ -40,6 +40,11 @@ pub const PACK_ROWS_TARGET: usize = 4096;
 /// `FOOTER_GROUP_BLOCKS + PACK_SERIES_MAX` blocks; this bounds a group decode.
 pub const PACK_SERIES_MAX: usize = 1024;
 
+/// Memory for decoded packs, all open segments together (`segment.rs`, `DECODED_PACKS`): the last
+/// packs read, so that reading a pack's series one after another decodes it once. A pack of 4,096 rows
+/// of ten numeric columns is about 400 KB decoded, so this keeps some 40 of them.
+pub const DECODED_PACKS_BYTES_MAX: usize = 16 * 1024 * 1024;
+
 /// Rows of one pack a reader accepts (the writer stays below `PACK_ROWS_TARGET + PACK_BLOCK_ROWS_MAX`).
 pub const PACK_ROWS_MAX: usize = 1 << 16;
 

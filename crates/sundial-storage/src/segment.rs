@@ -95,7 +95,8 @@ use crate::error::{Error, Result};
 use crate::frame;
 use crate::block_cache::BlockIndexCache;
 use crate::limits::{
-    BLOCK_ROWS_MAX, COLUMNS_PER_TABLE_MAX, FOOTER_GROUP_BLOCKS, PACK_BLOCK_ROWS_MAX, PACK_ROWS_MAX, PACK_ROWS_TARGET, PACK_SERIES_MAX,
+    BLOCK_ROWS_MAX, COLUMNS_PER_TABLE_MAX, DECODED_PACKS_BYTES_MAX, FOOTER_GROUP_BLOCKS, PACK_BLOCK_ROWS_MAX, PACK_ROWS_MAX,
+    PACK_ROWS_TARGET, PACK_SERIES_MAX,
 };
 use crate::rows::SeriesRows;
 use crate::throttle::TokenBucket;
@@ -973,20 +974,64 @@ pub struct Segment {
     cache: Arc<BlockIndexCache>,
     /// This segment's part of the cache's keys ([`crate::block_cache::next_segment_no`]).
     number: u64,
-    /// The packs decoded last, newest first, at most [`PACKS_DECODED_KEPT`]: reading the series of a
-    /// pack one after another (every scan in series order) decodes it once, not once per series.
-    packs: parking_lot::Mutex<Vec<Arc<DecodedPack>>>,
 }
 
-/// Decoded packs an open segment keeps (see `Segment::packs`): two readers walking different packs do
-/// not evict each other's. A pack of 4,096 rows of ten columns is about 400 KB decoded.
-const PACKS_DECODED_KEPT: usize = 2;
+/// The packs decoded last, across all open segments, newest first, within [`DECODED_PACKS_BYTES_MAX`]:
+/// reading the series of a pack one after another (every scan in series order) decodes it once, not
+/// once per series. Process-wide so that its memory does not grow with the number of open segments.
+static DECODED_PACKS: std::sync::LazyLock<parking_lot::Mutex<DecodedPacks>> = std::sync::LazyLock::new(Default::default);
+
+#[derive(Default)]
+struct DecodedPacks {
+    /// Newest first; a handful of entries (the byte bound over ~400 KB packs), so a scan finds one.
+    list: std::collections::VecDeque<Arc<DecodedPack>>,
+    bytes: usize,
+}
+
+impl DecodedPacks {
+    fn get(&mut self, segment: u64, ts_offset: u64) -> Option<Arc<DecodedPack>> {
+        let at = self.list.iter().position(|p| p.segment == segment && p.ts_offset == ts_offset)?;
+        let p = self.list.remove(at)?;
+        self.list.push_front(Arc::clone(&p));
+        Some(p)
+    }
+
+    /// Keeps `p` (replacing an older decode of the same pack), then drops the oldest beyond the bound;
+    /// the newest always stays.
+    fn put(&mut self, p: Arc<DecodedPack>) {
+        if let Some(at) = self.list.iter().position(|q| q.segment == p.segment && q.ts_offset == p.ts_offset) {
+            let old = self.list.remove(at).expect("position is in range");
+            self.bytes -= old.bytes;
+        }
+        self.bytes += p.bytes;
+        self.list.push_front(p);
+        while self.bytes > DECODED_PACKS_BYTES_MAX && self.list.len() > 1 {
+            let old = self.list.pop_back().expect("more than one entry");
+            self.bytes -= old.bytes;
+        }
+    }
+
+    fn forget_segment(&mut self, segment: u64) {
+        let bytes = &mut self.bytes;
+        self.list.retain(|p| {
+            let keep = p.segment != segment;
+            if !keep {
+                *bytes -= p.bytes;
+            }
+            keep
+        });
+    }
+}
 
 /// A decoded pack: its timestamps and the columns read so far, each by its chunk's offset.
 struct DecodedPack {
+    /// The segment's number ([`crate::block_cache::next_segment_no`]) and the pack's timestamp chunk.
+    segment: u64,
     ts_offset: u64,
     ts: Arc<[i64]>,
     cols: Vec<(u64, Arc<Column>)>,
+    /// Estimated heap bytes, for [`DECODED_PACKS_BYTES_MAX`].
+    bytes: usize,
 }
 
 impl std::fmt::Debug for Segment {
@@ -1008,6 +1053,7 @@ impl Drop for Segment {
     /// the clock hand gets to them.
     fn drop(&mut self) {
         self.cache.forget_segment(self.number, self.groups.len() as u32);
+        DECODED_PACKS.lock().forget_segment(self.number);
     }
 }
 
@@ -1134,7 +1180,6 @@ impl Segment {
             groups: groups.into_boxed_slice(),
             cache: Arc::clone(cache),
             number: crate::block_cache::next_segment_no(),
-            packs: parking_lot::Mutex::new(Vec::new()),
         })
     }
 
@@ -1250,20 +1295,12 @@ impl Segment {
     }
 
     /// The pack holding packed block `b`, with at least the columns `cols` of those `b` has, decoded:
-    /// from the segment's last decoded packs, or read, checked and decoded now.
+    /// from the last decoded packs ([`DECODED_PACKS`]), or read, checked and decoded now.
     fn decoded_pack(&self, b: &BlockMeta, cols: &[(ColId, FieldType)]) -> Result<Arc<DecodedPack>> {
         let Some(slice) = b.pack else { return Err(Error::internal("decoded_pack of a block that is not packed")) };
         let n = slice.rows as usize;
         let wanted: Vec<&ColMeta> = cols.iter().filter_map(|(c, _)| b.col(*c)).collect();
-        let cached = {
-            let mut packs = self.packs.lock();
-            let at = packs.iter().position(|p| p.ts_offset == b.ts_chunk.offset);
-            at.map(|at| {
-                let p = packs.remove(at);
-                packs.insert(0, Arc::clone(&p));
-                p
-            })
-        };
+        let cached = DECODED_PACKS.lock().get(self.number, b.ts_chunk.offset);
         if let Some(p) = &cached
             && wanted.iter().all(|m| p.col(m.chunk.offset).is_some())
         {
@@ -1293,11 +1330,9 @@ impl Segment {
             }
             decoded.push((m.chunk.offset, Arc::new(c)));
         }
-        let p = Arc::new(DecodedPack { ts_offset: b.ts_chunk.offset, ts, cols: decoded });
-        let mut packs = self.packs.lock();
-        packs.retain(|q| q.ts_offset != p.ts_offset);
-        packs.insert(0, Arc::clone(&p));
-        packs.truncate(PACKS_DECODED_KEPT);
+        let bytes = std::mem::size_of_val(&*ts) + decoded.iter().map(|(_, c)| c.heap_bytes()).sum::<usize>();
+        let p = Arc::new(DecodedPack { segment: self.number, ts_offset: b.ts_chunk.offset, ts, cols: decoded, bytes });
+        DECODED_PACKS.lock().put(Arc::clone(&p));
         Ok(p)
     }
 
@@ -1843,6 +1878,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The decoded-pack cache stays within its byte bound (keeping at least the newest), hands back what
+    /// it holds, and forgets a closed segment's packs.
+    #[test]
+    fn decoded_packs_stay_within_their_bound() {
+        let pack = |segment: u64, ts_offset: u64, bytes: usize| {
+            Arc::new(DecodedPack { segment, ts_offset, ts: Arc::from(vec![1i64]), cols: Vec::new(), bytes })
+        };
+        let mut c = DecodedPacks::default();
+        let third = DECODED_PACKS_BYTES_MAX / 3;
+        for i in 0..10 {
+            c.put(pack(i % 2, i, third));
+            assert!(c.bytes <= DECODED_PACKS_BYTES_MAX, "{} bytes", c.bytes);
+            assert_eq!(c.bytes, c.list.iter().map(|p| p.bytes).sum::<usize>());
+        }
+        assert_eq!(c.list.len(), 3);
+        assert!(c.get(1, 9).is_some() && c.get(0, 8).is_some() && c.get(1, 7).is_some());
+        assert!(c.get(0, 6).is_none(), "evicted");
+        c.put(pack(0, 8, third));
+        assert_eq!(c.list.len(), 3, "a pack decoded again replaces its entry");
+        c.forget_segment(1);
+        assert_eq!((c.list.len(), c.bytes), (1, third));
+        c.put(pack(2, 0, DECODED_PACKS_BYTES_MAX * 2));
+        assert_eq!(c.list.len(), 1, "the newest stays even above the bound");
+        assert!(c.get(2, 0).is_some());
     }
 
     /// Everything a reader can learn from a segment's block index, through every lookup path.
