@@ -470,6 +470,13 @@ impl RecordWriter {
         self.emit_entry(e, emit)
     }
 
+    /// All of `entries` as records, in one go.
+    pub fn write_all(entries: &[CatalogEntry], emit: &mut Emit<'_>) -> Result<()> {
+        let mut w = RecordWriter::new();
+        entries.iter().try_for_each(|e| w.push(e, emit))?;
+        w.finish(emit)
+    }
+
     /// Emits every pending batch; call after the last entry.
     pub fn finish(&mut self, emit: &mut Emit<'_>) -> Result<()> {
         for p in std::mem::take(&mut self.pending) {
@@ -538,9 +545,7 @@ pub fn encode_log(entries: &[CatalogEntry]) -> Result<Vec<u8>> {
         frame::put_record(&mut buf, payload);
         Ok(())
     };
-    let mut w = RecordWriter::new();
-    entries.iter().try_for_each(|e| w.push(e, &mut emit))?;
-    w.finish(&mut emit)?;
+    RecordWriter::write_all(entries, &mut emit)?;
     Ok(buf)
 }
 
@@ -688,9 +693,7 @@ impl CatalogLog {
             frame::put_record(&mut buf, payload);
             Ok(())
         };
-        let mut w = RecordWriter::new();
-        entries.iter().try_for_each(|e| w.push(e, &mut emit))?;
-        w.finish(&mut emit)?;
+        RecordWriter::write_all(entries, &mut emit)?;
         let io = |e| Error::io(&self.path, e);
         self.file.write_all(&buf).map_err(io)?;
         self.file.sync_data().map_err(io)?;

@@ -180,6 +180,11 @@ impl BlockMeta {
     pub fn col(&self, col: ColId) -> Option<&ColMeta> {
         self.cols.iter().find(|c| c.col == col)
     }
+
+    /// A packed block's rows among its pack's (`None` for a block of its own).
+    fn pack_rows(&self) -> Option<std::ops::Range<usize>> {
+        self.pack.map(|p| p.row_off as usize..(p.row_off + self.n_rows) as usize)
+    }
 }
 
 /// Identity of a segment, stored in its footer.
@@ -319,7 +324,7 @@ impl PackBuilder {
     /// Takes the last series back out of the pack: its rows and the column ids they are under.
     fn pop(&mut self) -> Option<(SeriesRows, Vec<ColId>)> {
         let m = self.members.pop()?;
-        let off = m.pack.map_or(0, |p| p.row_off as usize);
+        let off = m.pack_rows()?.start;
         let ts = self.ts.split_off(off);
         let mut cols = Vec::with_capacity(self.cols.len());
         for (_, c) in &mut self.cols {
@@ -374,6 +379,16 @@ impl SegmentWriter {
     pub fn with_throttle(mut self, throttle: Option<Arc<TokenBucket>>) -> SegmentWriter {
         self.throttle = throttle;
         self
+    }
+
+    /// Writes the chunk `encode` appends to an empty buffer (the writer's reused scratch).
+    fn put_encoded(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> Result<ChunkRef> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        encode(&mut scratch);
+        let chunk = self.put(&scratch);
+        self.scratch = scratch;
+        chunk
     }
 
     fn put(&mut self, b: &[u8]) -> Result<ChunkRef> {
@@ -440,21 +455,13 @@ impl SegmentWriter {
         }
         let mut pack = std::mem::take(&mut self.pack);
         pack.cols.sort_unstable_by_key(|(id, _)| *id);
-        self.scratch.clear();
-        codec::encode_timestamps(&pack.ts, &mut self.scratch);
-        let scratch = std::mem::take(&mut self.scratch);
-        let ts_chunk = self.put(&scratch)?;
-        self.scratch = scratch;
+        let ts_chunk = self.put_encoded(|out| codec::encode_timestamps(&pack.ts, out))?;
         let mut cols = Vec::with_capacity(pack.cols.len());
         for (id, c) in &pack.cols {
             if c.validity.iter().all(|v| !*v) {
                 continue;
             }
-            self.scratch.clear();
-            codec::encode_column(c, &mut self.scratch);
-            let scratch = std::mem::take(&mut self.scratch);
-            cols.push((*id, c.field_type(), self.put(&scratch)?));
-            self.scratch = scratch;
+            cols.push((*id, c.field_type(), self.put_encoded(|out| codec::encode_column(c, out))?));
         }
         let rows = pack.ts.len() as u32;
         let (ts_min, ts_max) = (pack.ts.iter().copied().min().unwrap_or(0), pack.ts.iter().copied().max().unwrap_or(0));
@@ -472,24 +479,15 @@ impl SegmentWriter {
     /// Writes rows `range` of `rows` as a block of its own.
     fn write_block(&mut self, rows: &SeriesRows, range: std::ops::Range<usize>, cols: &[ColId]) -> Result<()> {
         let ts = &rows.ts[range.clone()];
-        self.scratch.clear();
-        codec::encode_timestamps(ts, &mut self.scratch);
-        let scratch = std::mem::take(&mut self.scratch);
-        let ts_chunk = self.put(&scratch)?;
-        self.scratch = scratch;
+        let ts_chunk = self.put_encoded(|out| codec::encode_timestamps(ts, out))?;
         let mut metas = Vec::new();
         for (col, c) in cols.iter().zip(&rows.cols) {
             let Some(c) = c else { continue };
-            let c = c.slice(range.clone());
-            let stats = stats_of(ts, &c, 0..c.len());
+            let stats = stats_of(ts, c, range.clone());
             if stats.count == 0 {
                 continue;
             }
-            self.scratch.clear();
-            codec::encode_column(&c, &mut self.scratch);
-            let scratch = std::mem::take(&mut self.scratch);
-            let chunk = self.put(&scratch)?;
-            self.scratch = scratch;
+            let chunk = self.put_encoded(|out| codec::encode_column(&c.slice(range.clone()), out))?;
             metas.push(ColMeta { col: *col, ty: c.field_type(), chunk, stats });
         }
         self.blocks.push(BlockMeta {
@@ -573,28 +571,24 @@ fn encode_footer(id: &SegmentId, blocks: &[BlockMeta], packs: &[PackMeta], versi
                 put_uvarint(&mut out, u64::from(p.rows));
                 put_uvarint(&mut out, p.ts_min.wrapping_sub(id.partition_start) as u64);
                 put_uvarint(&mut out, p.ts_max.wrapping_sub(p.ts_min) as u64);
-                put_uvarint(&mut out, u64::from(p.ts_chunk.len));
-                put_u32(&mut out, p.ts_chunk.crc);
+                put_chunk(&mut out, &p.ts_chunk);
                 put_uvarint(&mut out, p.cols.len() as u64);
                 for (col, ty, chunk) in &p.cols {
                     put_uvarint(&mut out, u64::from(*col));
                     put_u8(&mut out, *ty as u8);
-                    put_uvarint(&mut out, u64::from(chunk.len));
-                    put_u32(&mut out, chunk.crc);
+                    put_chunk(&mut out, chunk);
                 }
             }
             continue;
         }
         put_uvarint(&mut out, b.ts_min.wrapping_sub(id.partition_start) as u64);
         put_uvarint(&mut out, b.ts_max.wrapping_sub(b.ts_min) as u64);
-        put_uvarint(&mut out, u64::from(b.ts_chunk.len));
-        put_u32(&mut out, b.ts_chunk.crc);
+        put_chunk(&mut out, &b.ts_chunk);
         put_uvarint(&mut out, b.cols.len() as u64);
         for c in &b.cols {
             put_uvarint(&mut out, u64::from(c.col));
             put_u8(&mut out, c.ty as u8);
-            put_uvarint(&mut out, u64::from(c.chunk.len));
-            put_u32(&mut out, c.chunk.crc);
+            put_chunk(&mut out, &c.chunk);
             put_stats(&mut out, c.ty, &c.stats, b);
         }
     }
@@ -675,6 +669,12 @@ fn get_stats(r: &mut Reader<'_>, ty: FieldType, ts_min: i64, ts_max: i64) -> Opt
         FieldType::String => {}
     }
     Some(s)
+}
+
+/// Writes a version-2 chunk reference (read by [`get_chunk`]): length and checksum, no offset.
+fn put_chunk(out: &mut Vec<u8>, c: &ChunkRef) {
+    put_uvarint(out, u64::from(c.len));
+    put_u32(out, c.crc);
 }
 
 /// A version-2 chunk reference: the length and checksum; the offset is where the previous chunk ended
@@ -989,8 +989,12 @@ struct DecodedPacks {
 }
 
 impl DecodedPacks {
+    fn position(&self, segment: u64, ts_offset: u64) -> Option<usize> {
+        self.list.iter().position(|p| p.segment == segment && p.ts_offset == ts_offset)
+    }
+
     fn get(&mut self, segment: u64, ts_offset: u64) -> Option<Arc<DecodedPack>> {
-        let at = self.list.iter().position(|p| p.segment == segment && p.ts_offset == ts_offset)?;
+        let at = self.position(segment, ts_offset)?;
         let p = self.list.remove(at)?;
         self.list.push_front(Arc::clone(&p));
         Some(p)
@@ -999,7 +1003,7 @@ impl DecodedPacks {
     /// Keeps `p` (replacing an older decode of the same pack), then drops the oldest beyond the bound;
     /// the newest always stays.
     fn put(&mut self, p: Arc<DecodedPack>) {
-        if let Some(at) = self.list.iter().position(|q| q.segment == p.segment && q.ts_offset == p.ts_offset) {
+        if let Some(at) = self.position(p.segment, p.ts_offset) {
             let old = self.list.remove(at).expect("position is in range");
             self.bytes -= old.bytes;
         }
@@ -1262,15 +1266,14 @@ impl Segment {
             let ts_chunk = blocks[i].ts_chunk;
             let end = i + blocks[i..].iter().take_while(|b| b.pack.is_some() && b.ts_chunk == ts_chunk).count();
             let (pack_min, pack_max) = (blocks[i].ts_min, blocks[i].ts_max);
-            let all: Vec<(ColId, FieldType)> = blocks[i].cols.iter().map(|c| (c.col, c.ty)).collect();
             let pack_cols = blocks[i].cols.clone();
-            let decoded = self.decoded_pack(&blocks[i], &all)?;
+            let decoded = self.decoded_pack(&blocks[i], pack_cols.iter())?;
             let corrupt = |what: String| Error::Corrupt { path: self.path.clone(), offset: ts_chunk.offset, what };
             if decoded.ts.iter().min() != Some(&pack_min) || decoded.ts.iter().max() != Some(&pack_max) {
                 return Err(corrupt(format!("pack of block {}: timestamps outside the range its header gives", first + i)));
             }
             for (k, b) in blocks[i..end].iter_mut().enumerate() {
-                let rows = b.pack.map_or(0, |p| p.row_off as usize)..b.pack.map_or(0, |p| (p.row_off + b.n_rows) as usize);
+                let rows = b.pack_rows().expect("a block of the pack");
                 let ts = &decoded.ts[rows.clone()];
                 if ts.windows(2).any(|w| w[0] >= w[1]) {
                     return Err(corrupt(format!("packed block {}: timestamps not strictly increasing", first + i + k)));
@@ -1287,22 +1290,25 @@ impl Segment {
             }
             i = end;
         }
+        // Again with the real time ranges; pairs of unpacked blocks did not change since `decode_group`.
         for k in 1..blocks.len() {
+            if blocks[k - 1].pack.is_none() && blocks[k].pack.is_none() {
+                continue;
+            }
             check_block(&self.id, self.footer_offset, Some(&blocks[k - 1]), first + k, &blocks[k])
                 .map_err(|what| Error::Corrupt { path: self.path.clone(), offset: self.footer_offset, what })?;
         }
         Ok(())
     }
 
-    /// The pack holding packed block `b`, with at least the columns `cols` of those `b` has, decoded:
-    /// from the last decoded packs ([`DECODED_PACKS`]), or read, checked and decoded now.
-    fn decoded_pack(&self, b: &BlockMeta, cols: &[(ColId, FieldType)]) -> Result<Arc<DecodedPack>> {
+    /// The pack holding packed block `b`, with at least the columns `wanted` (of `b`'s) decoded: from
+    /// the last decoded packs ([`DECODED_PACKS`]), or read, checked and decoded now.
+    fn decoded_pack<'a>(&self, b: &BlockMeta, wanted: impl Iterator<Item = &'a ColMeta> + Clone) -> Result<Arc<DecodedPack>> {
         let Some(slice) = b.pack else { return Err(Error::internal("decoded_pack of a block that is not packed")) };
         let n = slice.rows as usize;
-        let wanted: Vec<&ColMeta> = cols.iter().filter_map(|(c, _)| b.col(*c)).collect();
         let cached = DECODED_PACKS.lock().get(self.number, b.ts_chunk.offset);
         if let Some(p) = &cached
-            && wanted.iter().all(|m| p.col(m.chunk.offset).is_some())
+            && wanted.clone().all(|m| p.col(m.chunk.offset).is_some())
         {
             return Ok(Arc::clone(p));
         }
@@ -1459,22 +1465,15 @@ impl Segment {
         let n = b.n_rows as usize;
         let ts = codec::decode_timestamps(&self.read_chunk(&b.ts_chunk)?, n)
             .map_err(|e| corrupt(b.ts_chunk.offset, format!("timestamps: {e}")))?;
-        // Increasing: a fold without early exit, which vectorises (this runs on every block read).
-        let increasing = ts.iter().zip(ts.iter().skip(1)).fold(true, |ok, (a, b)| ok & (a < b));
-        if ts.len() != n || ts.first() != Some(&b.ts_min) || ts.last() != Some(&b.ts_max) || !increasing {
-            return Err(corrupt(b.ts_chunk.offset, "decoded timestamps disagree with the block index".into()));
-        }
+        self.check_block_ts(b, &ts, "decoded timestamps")?;
         let start = ts.partition_point(|t| *t < ts_min);
         let end = ts.partition_point(|t| *t <= ts_max);
         let mut out = Vec::with_capacity(cols.len());
-        for (col, ty) in cols {
-            let Some(m) = b.col(*col) else {
+        for (col, m) in cols.iter().map(|c| c.0).zip(self.stored_cols(b, cols)?) {
+            let Some(m) = m else {
                 out.push(None);
                 continue;
             };
-            if m.ty != *ty {
-                return Err(corrupt(m.chunk.offset, format!("column {col} stored as {:?}, catalog says {ty:?}", m.ty)));
-            }
             let c = codec::decode_column_in(&self.read_chunk(&m.chunk)?, m.ty, n, self.version)
                 .map_err(|e| corrupt(m.chunk.offset, format!("column {col} (segment version {}): {e}", self.version)))?;
             if c.len() != n || c.values.len() != n || c.validity.iter().filter(|v| **v).count() != m.stats.count as usize {
@@ -1486,29 +1485,47 @@ impl Segment {
         Ok(SeriesRows { series: b.series, ts, cols: out })
     }
 
+    /// The stored column of `b` for each requested `(column, catalog type)`, `None` where `b` has no
+    /// value; a stored type other than the catalog's is corrupt.
+    fn stored_cols<'b>(&self, b: &'b BlockMeta, cols: &[(ColId, FieldType)]) -> Result<Vec<Option<&'b ColMeta>>> {
+        cols.iter()
+            .map(|(col, ty)| match b.col(*col) {
+                Some(m) if m.ty != *ty => Err(Error::Corrupt {
+                    path: self.path.clone(),
+                    offset: m.chunk.offset,
+                    what: format!("column {col} stored as {:?}, catalog says {ty:?}", m.ty),
+                }),
+                m => Ok(m),
+            })
+            .collect()
+    }
+
+    /// Block `b`'s decoded timestamps are what its index entry says: `n_rows` of them, strictly
+    /// increasing, from `ts_min` to `ts_max` (the reader's half of the writer's `check_block`).
+    fn check_block_ts(&self, b: &BlockMeta, ts: &[i64], what: &str) -> Result<()> {
+        // Increasing: a fold without early exit, which vectorises (this runs on every block read).
+        let increasing = ts.iter().zip(ts.iter().skip(1)).fold(true, |ok, (a, b)| ok & (a < b));
+        if ts.len() != b.n_rows as usize || ts.first() != Some(&b.ts_min) || ts.last() != Some(&b.ts_max) || !increasing {
+            let what = format!("{what} disagree with the block index");
+            return Err(Error::Corrupt { path: self.path.clone(), offset: b.ts_chunk.offset, what });
+        }
+        Ok(())
+    }
+
     /// [`Segment::read_block`] of a packed block: its rows of the decoded pack.
     fn read_packed_block(&self, b: &BlockMeta, ts_min: i64, ts_max: i64, cols: &[(ColId, FieldType)]) -> Result<SeriesRows> {
         let corrupt = |offset: u64, what: String| Error::Corrupt { path: self.path.clone(), offset, what };
-        for (col, ty) in cols {
-            if let Some(m) = b.col(*col)
-                && m.ty != *ty
-            {
-                return Err(corrupt(m.chunk.offset, format!("column {col} stored as {:?}, catalog says {ty:?}", m.ty)));
-            }
-        }
-        let pack = self.decoded_pack(b, cols)?;
-        let off = b.pack.map_or(0, |p| p.row_off as usize);
-        let rows = off..off + b.n_rows as usize;
+        let stored = self.stored_cols(b, cols)?;
+        let pack = self.decoded_pack(b, stored.iter().flatten().copied())?;
+        let rows = b.pack_rows().expect("a packed block");
+        let off = rows.start;
         let ts = pack.ts.get(rows.clone()).unwrap_or_default();
-        let increasing = ts.iter().zip(ts.iter().skip(1)).fold(true, |ok, (a, b)| ok & (a < b));
-        if ts.len() != b.n_rows as usize || ts.first() != Some(&b.ts_min) || ts.last() != Some(&b.ts_max) || !increasing {
-            return Err(corrupt(b.ts_chunk.offset, "decoded pack timestamps disagree with the block index".into()));
-        }
+        self.check_block_ts(b, ts, "decoded pack timestamps")?;
         let start = off + ts.partition_point(|t| *t < ts_min);
         let end = off + ts.partition_point(|t| *t <= ts_max);
         let mut out = Vec::with_capacity(cols.len());
-        for (col, _) in cols {
-            let Some(m) = b.col(*col) else {
+        for (col, m) in cols.iter().map(|c| c.0).zip(stored) {
+            let Some(m) = m else {
                 out.push(None);
                 continue;
             };

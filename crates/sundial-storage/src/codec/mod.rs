@@ -298,6 +298,11 @@ pub fn decode_column(buf: &[u8], ty: FieldType, n: usize) -> Result<Column> {
 /// Decodes a field column chunk of a segment of format `segment_version`: a codec newer than that
 /// version is an error ([`CodecError::CodecTooNew`]), since that file's writer could not have used it.
 pub fn decode_column_in(buf: &[u8], ty: FieldType, n: usize, segment_version: u32) -> Result<Column> {
+    decode_column_capped(buf, ty, n, segment_version, usize::MAX)
+}
+
+/// [`decode_column_in`] whose String values may hold at most `string_bytes_max` bytes in all.
+fn decode_column_capped(buf: &[u8], ty: FieldType, n: usize, segment_version: u32, string_bytes_max: usize) -> Result<Column> {
     check_rows(n)?;
     let mut cur = Cursor::new(buf);
     let (validity, m) = validity::decode(&mut cur, n)?;
@@ -312,7 +317,7 @@ pub fn decode_column_in(buf: &[u8], ty: FieldType, n: usize, segment_version: u3
         FieldType::UInteger => ColumnValues::UInteger(spread(numeric::decode(&mut cur, m)?, &validity)),
         FieldType::Float => ColumnValues::Float(spread(numeric::decode(&mut cur, m)?, &validity)),
         FieldType::Boolean => ColumnValues::Boolean(spread(boolean::decode(&mut cur, m)?, &validity)),
-        FieldType::String => ColumnValues::String(spread_strings(string::decode(&mut cur, m)?, &validity)),
+        FieldType::String => ColumnValues::String(spread_strings(string::decode_capped(&mut cur, m, string_bytes_max)?, &validity)),
     };
     cur.finish("column chunk")?;
     Ok(Column { values, validity })
@@ -323,12 +328,7 @@ pub fn decode_column_in(buf: &[u8], ty: FieldType, n: usize, segment_version: u3
 /// bytes can otherwise stand for `n` copies of a 1 MiB string. Used where a record bounds the decoded
 /// bytes rather than the rows (the catalog's series batches, `catalog_log.rs`).
 pub fn decode_string_column(buf: &[u8], n: usize, bytes_max: usize) -> Result<Column> {
-    check_rows(n)?;
-    let mut cur = Cursor::new(buf);
-    let (validity, m) = validity::decode(&mut cur, n)?;
-    let values = ColumnValues::String(spread_strings(string::decode_capped(&mut cur, m, bytes_max)?, &validity));
-    cur.finish("column chunk")?;
-    Ok(Column { values, validity })
+    decode_column_capped(buf, FieldType::String, n, u32::MAX, bytes_max)
 }
 
 /// The validity and value codecs of a column chunk of `n` rows, for diagnostics and benchmarks.

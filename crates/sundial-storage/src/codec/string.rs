@@ -135,11 +135,8 @@ fn blob_max(count: usize, bytes_max: usize) -> usize {
     count.saturating_mul(STRING_VALUE_BYTES_MAX).min(bytes_max).saturating_add(count.saturating_mul(10))
 }
 
-pub(super) fn decode(cur: &mut Cursor<'_>, m: usize) -> Result<Vec<String>> {
-    decode_capped(cur, m, usize::MAX)
-}
-
-/// [`decode`] refusing, before allocating them, values that hold more than `bytes_max` bytes in all.
+/// Decodes `m` strings, refusing, before allocating them, values that hold more than `bytes_max` bytes
+/// in all (`usize::MAX`: no cap beyond each value's own).
 /// Without a cap a constant or a dictionary can expand a small chunk into `m` copies of a
 /// `STRING_VALUE_BYTES_MAX` string; a segment block bounds `m` by its row limit, a catalog series batch
 /// (`catalog_log.rs`) bounds the total instead.
@@ -222,7 +219,7 @@ mod tests {
         let mut out = Vec::new();
         encode(vals, &mut out);
         let mut cur = Cursor::new(&out);
-        assert_eq!(decode(&mut cur, vals.len()).unwrap(), vals);
+        assert_eq!(decode_capped(&mut cur, vals.len(), usize::MAX).unwrap(), vals);
         assert_eq!(cur.remaining(), 0);
         out
     }
@@ -247,7 +244,7 @@ mod tests {
 
     #[test]
     fn corrupt_strings_are_errors() {
-        let dec = |b: &[u8], m| decode(&mut Cursor::new(b), m);
+        let dec = |b: &[u8], m| decode_capped(&mut Cursor::new(b), m, usize::MAX);
         assert!(dec(&[Codec::Constant as u8, 2, 0xff, 0xfe], 1).is_err()); // not UTF-8
         assert!(dec(&[Codec::StrPlain as u8, BLOB_RAW, 1, b'a'], 2).is_err()); // too few strings
         assert!(dec(&[Codec::StrPlain as u8, BLOB_RAW, 1, b'a', 0, 0], 2).is_err()); // trailing
