@@ -66,7 +66,7 @@ fn main() {
         name: (*name).into(),
         kind: ColumnKind::Tag,
     }));
-    entries.extend((0..n).map(|i| CatalogEntry::AddSeries { db: 0, table: 0, series: i as u32, tags: tags(i, &mut rng) }));
+    entries.extend((0..n).map(|i| CatalogEntry::AddSeries { db: 0, table: 0, series: i as u32, tags: tags(i, &mut rng).into() }));
 
     let mut payload = Vec::new();
     let start = Instant::now();

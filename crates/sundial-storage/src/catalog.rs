@@ -44,7 +44,7 @@ pub enum CatalogEntry {
     CreateTable { db: DbId, table: TableId, name: String },
     DropTable { db: DbId, table: TableId },
     AddColumn { db: DbId, table: TableId, col: ColId, name: String, kind: ColumnKind },
-    AddSeries { db: DbId, table: TableId, series: SeriesId, tags: Vec<(ColId, String)> },
+    AddSeries { db: DbId, table: TableId, series: SeriesId, tags: SeriesTags },
     SetRetention { db: DbId, retention_ns: i64 },
     /// A delete (see [`crate::tombstone`]). The catalog itself ignores it; the engine keeps tombstones.
     Tombstone(crate::tombstone::Tombstone),
@@ -53,6 +53,76 @@ pub enum CatalogEntry {
     /// retired tombstones, which were what kept the counters up. Every id allocated after it is at least
     /// its value. The catalog takes `next_db` and `next_table`; the engine takes the rest.
     Counters(Counters),
+}
+
+/// A new series' tags as [`CatalogEntry::AddSeries`] carries them: (column, value) pairs, sorted by
+/// column when the engine made them (a replayed log is checked, not trusted). The values share one
+/// buffer: an entry per new series is made, logged, batched and freed at every series a write creates,
+/// and a `String` per tag there was 11 allocations and frees per TSBS series (scenario 5 creates 10 M).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SeriesTags {
+    /// Per tag, its column and where its value ends in `text` (it starts where the previous one ended).
+    cells: Vec<(ColId, u32)>,
+    text: String,
+}
+
+impl SeriesTags {
+    pub fn with_capacity(tags: usize, bytes: usize) -> SeriesTags {
+        SeriesTags { cells: Vec::with_capacity(tags), text: String::with_capacity(bytes) }
+    }
+
+    /// Appends a tag. Values are names (at most [`limits::NAME_BYTES_MAX`] bytes) and a series has at
+    /// most [`limits::COLUMNS_PER_TABLE_MAX`] tags, so the buffer stays far below `u32`.
+    pub fn push(&mut self, col: ColId, value: &str) {
+        self.text.push_str(value);
+        let end = u32::try_from(self.text.len()).expect("a series' tag bytes fit u32 (names are bounded)");
+        self.cells.push((col, end));
+    }
+
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// Bytes of all values together.
+    pub fn value_bytes(&self) -> usize {
+        self.text.len()
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (ColId, &str)> + Clone + '_ {
+        self.cells.iter().enumerate().map(|(i, &(col, end))| {
+            let start = if i == 0 { 0 } else { self.cells[i - 1].1 as usize };
+            (col, &self.text[start..end as usize])
+        })
+    }
+
+    /// True when the columns strictly ascend (sorted, each once).
+    pub fn strictly_ascending(&self) -> bool {
+        self.cells.windows(2).all(|w| w[0].0 < w[1].0)
+    }
+}
+
+impl<S: AsRef<str>> FromIterator<(ColId, S)> for SeriesTags {
+    fn from_iter<I: IntoIterator<Item = (ColId, S)>>(iter: I) -> SeriesTags {
+        let mut t = SeriesTags::default();
+        iter.into_iter().for_each(|(c, v)| t.push(c, v.as_ref()));
+        t
+    }
+}
+
+impl From<Vec<(ColId, String)>> for SeriesTags {
+    fn from(v: Vec<(ColId, String)>) -> SeriesTags {
+        v.into_iter().collect()
+    }
+}
+
+impl std::fmt::Debug for SeriesTags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
 }
 
 /// See [`CatalogEntry::Counters`]. Each field is the *next* value to allocate.
@@ -93,14 +163,29 @@ fn arena_span(ends: &[u32], i: u32) -> std::ops::Range<usize> {
     start..ends[i as usize] as usize
 }
 
+/// Hash indexes keep 32 bits of each item's hash beside its id, so that growing a table rehashes from
+/// the slots alone: recomputing a hash reads the item's text or tag set from its arena, a cache miss per
+/// item that made rehashing the largest single cost of creating series at 10 M (scenario 5's
+/// profile: `reserve_rehash` 5 % of server CPU). 4 bytes more per slot.
+///
+/// The table hashes with [`slot_hash`]`(h32)`, which repeats the 32 bits in both halves, so hashbrown's
+/// bucket index (low bits) and control tag (top 7 bits) both come from them.
+fn hash32(h: u64) -> u32 {
+    (h >> 32) as u32
+}
+
+fn slot_hash(h32: u32) -> u64 {
+    u64::from(h32) << 32 | u64::from(h32)
+}
+
 /// Interned values of one tag column and, for each value, the series that carry it (ascending ids).
 #[derive(Default)]
 pub struct TagDict {
     /// Value texts back to back; value `i` ends at `ends[i]` and starts where value `i − 1` ended.
     bytes: String,
     ends: Vec<u32>,
-    /// Value ids, hashed by their text.
-    index: hashbrown::HashTable<u32>,
+    /// Value ids, hashed by their text, each with its [`hash32`].
+    index: hashbrown::HashTable<(u32, u32)>,
     hasher: foldhash::fast::RandomState,
     /// The first (lowest) series carrying each value: the whole postings list of a value carried by one
     /// series, which is every value of a per-device tag such as `hostname`.
@@ -131,8 +216,8 @@ impl TagDict {
     }
 
     pub fn id_of(&self, v: &str) -> Option<u32> {
-        let h = self.hasher.hash_one(v);
-        self.index.find(h, |id| self.text(*id) == v).copied()
+        let h = hash32(self.hasher.hash_one(v));
+        self.index.find(slot_hash(h), |(id, hid)| *hid == h && self.text(*id) == v).map(|(id, _)| *id)
     }
 
     pub fn value(&self, id: u32) -> Option<&str> {
@@ -181,14 +266,13 @@ impl TagDict {
         self.bytes.push_str(v);
         self.ends.push(end);
         self.first.push(series);
-        let (bytes, ends, hasher) = (&self.bytes, &self.ends, &self.hasher);
-        self.index.insert_unique(hasher.hash_one(v), id, |i| hasher.hash_one(&bytes[arena_span(ends, *i)]));
+        let h = hash32(self.hasher.hash_one(v));
+        self.index.insert_unique(slot_hash(h), (id, h), |(_, h)| slot_hash(*h));
         Ok(id)
     }
 
     fn shrink_to_fit(&mut self) {
-        let (bytes, ends, hasher) = (&self.bytes, &self.ends, &self.hasher);
-        self.index.shrink_to_fit(|i| hasher.hash_one(&bytes[arena_span(ends, *i)]));
+        self.index.shrink_to_fit(|(_, h)| slot_hash(*h));
         self.bytes.shrink_to_fit();
         self.ends.shrink_to_fit();
         self.first.shrink_to_fit();
@@ -201,7 +285,7 @@ impl TagDict {
         self.bytes.capacity()
             + self.ends.capacity() * 4
             + self.first.capacity() * 4
-            + self.index.capacity() * 5
+            + self.index.capacity() * 9
             + self.many.capacity() * (4 + std::mem::size_of::<Vec<SeriesId>>() + 1)
             + self.many.values().map(|v| v.capacity() * 4).sum::<usize>()
     }
@@ -239,8 +323,8 @@ pub struct TableCatalog {
     set_cols: Vec<ColId>,
     set_vals: Vec<u32>,
     set_ends: Vec<u32>,
-    /// Series ids hashed by their tag set.
-    series_index: hashbrown::HashTable<SeriesId>,
+    /// Series ids hashed by their tag set, each with its [`hash32`].
+    series_index: hashbrown::HashTable<(SeriesId, u32)>,
     hasher: foldhash::fast::RandomState,
 }
 
@@ -348,13 +432,13 @@ impl TableCatalog {
 
     /// The series with exactly this tag set (sorted by column id), if it exists.
     pub fn find_series(&self, tags: &[(ColId, u32)]) -> Option<SeriesId> {
-        let h = hash_tagset(&self.hasher, tags.iter().copied());
+        let h = hash32(hash_tagset(&self.hasher, tags.iter().copied()));
         self.series_index
-            .find(h, |s| {
+            .find(slot_hash(h), |(s, hs)| {
                 let t = tagset_at(&self.set_cols, &self.set_vals, &self.set_ends, *s);
-                t.len() == tags.len() && t.iter().eq(tags.iter().copied())
+                *hs == h && t.len() == tags.len() && t.iter().eq(tags.iter().copied())
             })
-            .copied()
+            .map(|(s, _)| *s)
     }
 
     /// Releases spare capacity of every arena and index (after start-up replay, where they grew by
@@ -363,8 +447,7 @@ impl TableCatalog {
         self.set_cols.shrink_to_fit();
         self.set_vals.shrink_to_fit();
         self.set_ends.shrink_to_fit();
-        let (cols, vals, ends, hasher) = (&self.set_cols, &self.set_vals, &self.set_ends, &self.hasher);
-        self.series_index.shrink_to_fit(|s| hash_tagset(hasher, tagset_at(cols, vals, ends, *s).iter()));
+        self.series_index.shrink_to_fit(|(_, h)| slot_hash(*h));
         self.dicts.iter_mut().flatten().for_each(TagDict::shrink_to_fit);
     }
 
@@ -374,7 +457,7 @@ impl TableCatalog {
         self.set_cols.capacity() * 2
             + self.set_vals.capacity() * 4
             + self.set_ends.capacity() * 4
-            + self.series_index.capacity() * 5
+            + self.series_index.capacity() * 9
             + self.dicts.iter().flatten().map(TagDict::heap_bytes).sum::<usize>()
     }
 
@@ -457,9 +540,8 @@ impl TableCatalog {
         self.set_cols.extend(tags.iter().map(|(c, _)| *c));
         self.set_vals.extend_from_slice(&vals);
         self.set_ends.push(end);
-        let (cols, svals, ends, hasher) = (&self.set_cols, &self.set_vals, &self.set_ends, &self.hasher);
-        let h = hash_tagset(hasher, tags.iter().map(|(c, _)| *c).zip(vals.iter().copied()));
-        self.series_index.insert_unique(h, series, |s| hash_tagset(hasher, tagset_at(cols, svals, ends, *s).iter()));
+        let h = hash32(hash_tagset(&self.hasher, tags.iter().map(|(c, _)| *c).zip(vals.iter().copied())));
+        self.series_index.insert_unique(slot_hash(h), (series, h), |(_, h)| slot_hash(*h));
         Ok(())
     }
 }
@@ -604,7 +686,7 @@ impl Catalog {
             }
             CatalogEntry::AddSeries { db, table, series, tags } => {
                 if let Some(t) = self.table_mut(*db, *table) {
-                    let tags: Vec<(ColId, &str)> = tags.iter().map(|(c, v)| (*c, v.as_str())).collect();
+                    let tags: Vec<(ColId, &str)> = tags.iter().collect();
                     t.add_series(*series, &tags)?;
                 }
             }
@@ -659,10 +741,7 @@ impl Catalog {
                 }
                 for sid in 0..t.series_count() as SeriesId {
                     let set = t.series_tags(sid).expect("series ids are dense");
-                    let tags = set
-                        .iter()
-                        .map(|(c, v)| (c, t.tag_dict(c).and_then(|d| d.value(v)).unwrap_or_default().to_string()))
-                        .collect();
+                    let tags = set.iter().map(|(c, v)| (c, t.tag_dict(c).and_then(|d| d.value(v)).unwrap_or_default())).collect();
                     f(CatalogEntry::AddSeries { db: db.id, table: t.id, series: sid, tags })?;
                 }
             }
@@ -855,7 +934,8 @@ impl Resolver {
                     });
                 }
                 t.add_series(s, &by_col)?;
-                let tags = by_col.iter().map(|(c, v)| (*c, v.to_string())).collect();
+                let mut tags = SeriesTags::with_capacity(by_col.len(), by_col.iter().map(|(_, v)| v.len()).sum());
+                by_col.iter().for_each(|(c, v)| tags.push(*c, v));
                 entries.push(CatalogEntry::AddSeries { db, table: table_id, series: s, tags });
                 s
             }

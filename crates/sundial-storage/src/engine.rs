@@ -60,6 +60,10 @@ use crate::tombstone::{self, Tombstone};
 use crate::types::{FieldType, Value};
 use crate::wal::{self, SyncPolicy, Wal};
 
+/// Series a write request's map of already-resolved series is sized for before its first row (see
+/// `Inner::resolve`).
+const KNOWN_SERIES_PRESIZE: usize = 1024;
+
 /// Engine settings. Every field has a documented default (see [`EngineConfig::new`]).
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -838,7 +842,11 @@ impl Inner {
         // answers the catalog gave for identical names, so a conflict still takes the full path below.
         type SeriesKey<'a> = (&'a str, &'a [(&'a str, &'a str)]);
         type FieldSet = (TableId, Vec<(ColId, FieldType)>, usize);
-        let mut known: crate::FastMap<SeriesKey<'_>, (TableId, SeriesId)> = crate::FastMap::default();
+        // Sized for up to 1,024 series up front: grown from empty, the map rehashed ~10 times per
+        // 10,000-row request of new series (2.6 % of server CPU creating 10 M series); not sized to the
+        // request, since a request of 100 series' rows would then allocate for 10,000.
+        let mut known: crate::FastMap<SeriesKey<'_>, (TableId, SeriesId)> =
+            crate::FastMap::with_capacity_and_hasher(points.len().min(KNOWN_SERIES_PRESIZE), Default::default());
         let mut last_fields: Option<FieldSet> = None;
         for (i, p) in points.iter().enumerate() {
             if p.ts < cutoff {

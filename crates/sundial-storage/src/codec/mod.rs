@@ -277,17 +277,30 @@ pub fn encode_column(col: &Column, out: &mut Vec<u8>) {
 pub fn encode_column_with(col: &Column, float: FloatEncoding, out: &mut Vec<u8>) {
     let valid = &col.validity;
     assert_eq!(col.values.len(), valid.len(), "column values and validity differ in length");
+    if let ColumnValues::String(v) = &col.values {
+        let strs: Vec<&str> = v.iter().zip(valid).filter(|(_, ok)| **ok).map(|(s, _)| s.as_str()).collect();
+        return encode_strings(valid, &strs, out);
+    }
     validity::encode(valid, out);
     match &col.values {
         ColumnValues::Integer(v) => numeric::encode(&gather(v, valid), out),
         ColumnValues::UInteger(v) => numeric::encode(&gather(v, valid), out),
         ColumnValues::Float(v) => float::encode(&gather(v, valid), float, out),
         ColumnValues::Boolean(v) => boolean::encode(&gather(v, valid), out),
-        ColumnValues::String(v) => {
-            let strs: Vec<&str> = v.iter().zip(valid).filter(|(_, ok)| **ok).map(|(s, _)| s.as_str()).collect();
-            string::encode(&strs, out);
-        }
+        ColumnValues::String(_) => unreachable!("encoded above"),
     }
+}
+
+/// Appends the String column chunk of `valid.len()` rows whose non-null values are `present`, in row
+/// order: the bytes [`encode_column`] writes for that column, from borrowed strings (`catalog.log`'s
+/// series batches encode tag columns from their buffers without an owned `String` per cell).
+///
+/// # Panics
+/// If `present` does not hold exactly one value per `true` in `valid`.
+pub fn encode_strings(valid: &[bool], present: &[&str], out: &mut Vec<u8>) {
+    assert_eq!(valid.iter().filter(|ok| **ok).count(), present.len(), "string values and validity disagree");
+    validity::encode(valid, out);
+    string::encode(present, out);
 }
 
 /// Decodes a field column chunk of type `ty` and `n` rows, accepting every codec this build knows.
