@@ -112,6 +112,11 @@ pub const VERSION: u32 = 4;
 pub const VERSION_MIN: u32 = 1;
 pub const TRAILER_BYTES: usize = 32;
 
+/// Average rows per series below which a pack's value columns skip pco's delta search (see
+/// `SegmentWriter::close_pack`). 2: at one row per series no value has a same-series neighbour; at
+/// scenario 4's three rows per series two in three do, and the search is kept.
+const PACK_DELTA_ROWS_PER_SERIES_MIN: usize = 2;
+
 /// Where a chunk is in the file.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ChunkRef {
@@ -456,12 +461,17 @@ impl SegmentWriter {
         let mut pack = std::mem::take(&mut self.pack);
         pack.cols.sort_unstable_by_key(|(id, _)| *id);
         let ts_chunk = self.put_encoded(|out| codec::encode_timestamps(&pack.ts, out))?;
+        // A pack whose series have fewer than two rows each on average (the first flush of new series,
+        // one row each) holds mostly neighbours from different series: pco's delta search finds nothing
+        // there and costs a sample compression per candidate. With more rows per series, runs of one
+        // series' values are what delta exploits: searched as in any block.
+        let delta = if pack.ts.len() < PACK_DELTA_ROWS_PER_SERIES_MIN * pack.members.len() { codec::Delta::Off } else { codec::Delta::Auto };
         let mut cols = Vec::with_capacity(pack.cols.len());
         for (id, c) in &pack.cols {
             if c.validity.iter().all(|v| !*v) {
                 continue;
             }
-            cols.push((*id, c.field_type(), self.put_encoded(|out| codec::encode_column(c, out))?));
+            cols.push((*id, c.field_type(), self.put_encoded(|out| codec::encode_column_delta(c, delta, out))?));
         }
         let rows = pack.ts.len() as u32;
         let (ts_min, ts_max) = (pack.ts.iter().copied().min().unwrap_or(0), pack.ts.iter().copied().max().unwrap_or(0));

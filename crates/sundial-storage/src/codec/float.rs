@@ -18,7 +18,7 @@
 //!
 //! Ties go to the earlier candidate, and pco/ALP decode faster than Gorilla.
 
-use super::{Codec, alp, gorilla, numeric};
+use super::{Codec, Delta, alp, gorilla, numeric};
 
 /// ALP is tried when the sample estimates at most this fraction of exceptions: beyond it, 8 bytes per
 /// exception already exceed what pco spends on such data.
@@ -40,16 +40,16 @@ pub enum FloatEncoding {
 }
 
 /// Appends the values section of `vals` (the non-null float values, in row order).
-pub(super) fn encode(vals: &[f64], how: FloatEncoding, out: &mut Vec<u8>) {
+pub(super) fn encode(vals: &[f64], how: FloatEncoding, delta: Delta, out: &mut Vec<u8>) {
     let constant = vals.split_first().is_none_or(|(f, rest)| rest.iter().all(|v| v.to_bits() == f.to_bits()));
     if constant || how == FloatEncoding::Pco {
-        numeric::encode(vals, out);
+        numeric::encode_with(vals, delta, out);
         return;
     }
     match how {
         FloatEncoding::Alp => put_alp(vals, alp::choose_exponent(vals).0, out),
         FloatEncoding::Gorilla => put_gorilla(vals, out),
-        _ => encode_smallest(vals, out),
+        _ => encode_smallest(vals, delta, out),
     }
 }
 
@@ -63,9 +63,9 @@ fn put_gorilla(vals: &[f64], out: &mut Vec<u8>) {
     gorilla::encode(vals, out);
 }
 
-fn encode_smallest(vals: &[f64], out: &mut Vec<u8>) {
+fn encode_smallest(vals: &[f64], delta: Delta, out: &mut Vec<u8>) {
     let start = out.len();
-    numeric::encode(vals, out);
+    numeric::encode_with(vals, delta, out);
     let mut candidate = Vec::new();
     let (e, exceptions) = alp::choose_exponent(vals);
     if exceptions <= ALP_EXCEPTIONS_MAX {

@@ -8,7 +8,7 @@
 //! refuses those tags.
 
 use super::cursor::Cursor;
-use super::{Codec, CodecError, Result, alp, gorilla, pcodec};
+use super::{Codec, CodecError, Delta, Result, alp, gorilla, pcodec};
 
 /// A number stored as its bit pattern: floats keep NaN payloads and the sign of zero exactly.
 pub(super) trait Word: pco::data_types::Number {
@@ -77,6 +77,11 @@ impl Word for u32 {
 
 /// Appends the values section of `vals` (the non-null values, in row order).
 pub(super) fn encode<T: Word>(vals: &[T], out: &mut Vec<u8>) {
+    encode_with(vals, Delta::Auto, out);
+}
+
+/// [`encode`] with pco's delta search as `delta` says.
+pub(super) fn encode_with<T: Word>(vals: &[T], delta: Delta, out: &mut Vec<u8>) {
     match vals {
         [] => out.push(Codec::Empty as u8),
         [first, rest @ ..] if rest.iter().all(|v| v.to_bits() == first.to_bits()) => {
@@ -86,7 +91,7 @@ pub(super) fn encode<T: Word>(vals: &[T], out: &mut Vec<u8>) {
         _ => {
             let start = out.len();
             out.push(Codec::Pco as u8);
-            if pcodec::compress(vals, out) && out.len() - start - 1 < vals.len() * T::WIDTH {
+            if pcodec::compress(vals, delta, out) && out.len() - start - 1 < vals.len() * T::WIDTH {
                 return;
             }
             out.truncate(start);

@@ -16,7 +16,7 @@ use pco::wrapped::{FileCompressor, FileDecompressor};
 use pco::{ChunkConfig, DeltaSpec, ModeSpec, PagingSpec};
 
 use super::cursor::Cursor;
-use super::{CodecError, Result};
+use super::{CodecError, Delta, Result};
 use crate::encoding::put_uvarint;
 
 /// pco's compression level, stated so that an upgrade cannot silently change it. On the TSBS walk
@@ -33,31 +33,38 @@ const PCO_LEVEL: usize = 8;
 ///   decode), and on jittered timestamps order 1 as well, so a fixed order would gain nothing.
 /// - One page holding the whole block: blocks are at most `BLOCK_ROWS_MAX` rows, far below pco's
 ///   2¹⁸-per-page default, and a single page keeps the layout "one chunk, one page".
-fn config(n: usize) -> ChunkConfig {
+///
+/// [`Delta::Off`] replaces the delta search by "no delta" for numbers the caller knows are unrelated to
+/// their neighbours (see [`Delta`]).
+fn config(n: usize, delta: Delta) -> ChunkConfig {
+    let delta = match delta {
+        Delta::Auto => DeltaSpec::Auto,
+        Delta::Off => DeltaSpec::NoOp,
+    };
     ChunkConfig::default()
         .with_compression_level(PCO_LEVEL)
         .with_mode_spec(ModeSpec::Auto)
-        .with_delta_spec(DeltaSpec::Auto)
+        .with_delta_spec(delta)
         .with_paging_spec(PagingSpec::Exact(vec![n]))
         .with_enable_8_bit(false)
 }
 
 /// Appends the pco payload of `nums` (non-empty) to `out`. Returns false, leaving `out` as it was, if
 /// pco refuses (it should not for our number types; the caller then stores the values plain).
-pub(super) fn compress<T: Number>(nums: &[T], out: &mut Vec<u8>) -> bool {
+pub(super) fn compress<T: Number>(nums: &[T], delta: Delta, out: &mut Vec<u8>) -> bool {
     let start = out.len();
-    let ok = !nums.is_empty() && try_compress(nums, out).is_ok();
+    let ok = !nums.is_empty() && try_compress(nums, delta, out).is_ok();
     if !ok {
         out.truncate(start);
     }
     ok
 }
 
-fn try_compress<T: Number>(nums: &[T], out: &mut Vec<u8>) -> pco::errors::PcoResult<()> {
+fn try_compress<T: Number>(nums: &[T], delta: Delta, out: &mut Vec<u8>) -> pco::errors::PcoResult<()> {
     put_uvarint(out, nums.len() as u64);
     let fc = FileCompressor::default();
     fc.write_header(&mut *out)?;
-    let mut cc = fc.chunk_compressor(nums, &config(nums.len()))?;
+    let mut cc = fc.chunk_compressor(nums, &config(nums.len(), delta))?;
     cc.write_meta(&mut *out)?;
     cc.write_page(0, &mut *out)?;
     Ok(())
@@ -139,7 +146,7 @@ mod tests {
 
     fn round_trip<T: Number>(nums: &[T]) -> Vec<u8> {
         let mut out = Vec::new();
-        assert!(compress(nums, &mut out));
+        assert!(compress(nums, Delta::Auto, &mut out));
         assert_eq!(decompress::<T>(&out, nums.len(), "t").unwrap(), nums);
         out
     }
@@ -157,12 +164,12 @@ mod tests {
         assert!(decompress::<i64>(&longer, 1000, "t").is_err());
         let floats = [f64::NAN, f64::from_bits(0xfff0_0000_0000_0001), -0.0, f64::INFINITY, 1.5];
         let mut out = Vec::new();
-        assert!(compress(&floats, &mut out));
+        assert!(compress(&floats, Delta::Auto, &mut out));
         let got = decompress::<f64>(&out, floats.len(), "t").unwrap();
         assert_eq!(got.iter().map(|f| f.to_bits()).collect::<Vec<_>>(), floats.map(f64::to_bits));
         round_trip(&[u32::MAX, 0, 7]);
         let mut out = Vec::new();
-        assert!(!compress::<i64>(&[], &mut out));
+        assert!(!compress::<i64>(&[], Delta::Auto, &mut out));
         assert!(out.is_empty());
     }
 
@@ -170,7 +177,7 @@ mod tests {
     #[test]
     fn dict_guard_reads_the_dictionary_length_pco_writes() {
         let nums: Vec<u64> = (0..2000).map(|i| [1 << 60, 5, u64::MAX / 3][i % 3]).collect();
-        let config = config(nums.len()).with_mode_spec(ModeSpec::TryDict);
+        let config = config(nums.len(), Delta::Auto).with_mode_spec(ModeSpec::TryDict);
         let fc = FileCompressor::default();
         let mut out = Vec::new();
         fc.write_header(&mut out).unwrap();
