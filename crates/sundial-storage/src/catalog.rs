@@ -93,8 +93,14 @@ impl SeriesTags {
     }
 
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (ColId, &str)> + Clone + '_ {
-        self.cells.iter().enumerate().map(|(i, &(col, end))| {
+        self.range(0..self.len())
+    }
+
+    /// Tags `range` (by position), as [`SeriesTags::iter`] yields them.
+    pub fn range(&self, range: std::ops::Range<usize>) -> impl ExactSizeIterator<Item = (ColId, &str)> + Clone + '_ {
+        range.map(|i| {
             let start = if i == 0 { 0 } else { self.cells[i - 1].1 as usize };
+            let (col, end) = self.cells[i];
             (col, &self.text[start..end as usize])
         })
     }

@@ -381,35 +381,23 @@ fn decode_batch(r: &mut Reader<'_>) -> std::result::Result<SeriesBatch, String> 
 /// than this emits its oldest batch early, which costs bytes, not correctness.
 const RECORD_WRITER_TABLES_MAX: usize = 64;
 
-/// A batch being filled, with what its limits are checked against. The tags are copied into one
-/// buffer rather than cloned per series: at 10 M new series the per-tag `String` copies (entries held
-/// them that way then), their frees and a second copy into the chunk encoder were 8 % of the server's
-/// CPU (scenario 5's profile).
+/// A batch being filled, with what its limits are checked against. Its series' tags are appended to
+/// one [`SeriesTags`] rather than kept as one value per series: at 10 M new series the per-tag `String`
+/// copies (entries held them that way then), their frees and a second copy into the chunk encoder were
+/// 8 % of the server's CPU (scenario 5's profile).
 struct Pending {
     db: DbId,
     table: TableId,
     first: SeriesId,
     cols: BTreeSet<ColId>,
-    /// Every series' tag values back to back; cell `i` is column `cell_cols[i]` with the text ending at
-    /// `cell_ends[i]` (starting where cell `i − 1` ended), and series `j`'s cells end at `series_ends[j]`.
-    text: String,
-    cell_cols: Vec<ColId>,
-    cell_ends: Vec<u32>,
+    /// Every series' tags back to back; series `j`'s are tags `series_ends[j − 1]..series_ends[j]`.
+    tags: SeriesTags,
     series_ends: Vec<u32>,
 }
 
 impl Pending {
     fn new(db: DbId, table: TableId, series: SeriesId) -> Pending {
-        Pending {
-            db,
-            table,
-            first: series,
-            cols: BTreeSet::new(),
-            text: String::new(),
-            cell_cols: Vec::new(),
-            cell_ends: Vec::new(),
-            series_ends: Vec::new(),
-        }
+        Pending { db, table, first: series, cols: BTreeSet::new(), tags: SeriesTags::default(), series_ends: Vec::new() }
     }
 
     fn len(&self) -> usize {
@@ -425,27 +413,22 @@ impl Pending {
             && series.checked_add(1).is_some()
             && self.cols.len() + new_cols <= COLUMNS_PER_TABLE_MAX
             && (n + 1) * (self.cols.len() + new_cols) <= CATALOG_BATCH_CELLS_MAX
-            && self.text.len() + tags.value_bytes() <= CATALOG_BATCH_TAG_BYTES_MAX;
+            && self.tags.value_bytes() + tags.value_bytes() <= CATALOG_BATCH_TAG_BYTES_MAX;
         if fits {
             for (c, v) in tags.iter() {
                 self.cols.insert(c);
-                self.text.push_str(v);
-                self.cell_cols.push(c);
-                // Within CATALOG_BATCH_TAG_BYTES_MAX (checked above), far below u32.
-                self.cell_ends.push(self.text.len() as u32);
+                self.tags.push(c, v);
             }
-            self.series_ends.push(self.cell_cols.len() as u32);
+            // At most CATALOG_BATCH_CELLS_MAX tags (checked above), far below u32.
+            self.series_ends.push(self.tags.len() as u32);
         }
         fits
     }
 
     /// Series `j`'s tags.
     fn series(&self, j: usize) -> impl Iterator<Item = (ColId, &str)> + '_ {
-        let cells = if j == 0 { 0 } else { self.series_ends[j - 1] as usize }..self.series_ends[j] as usize;
-        cells.map(|i| {
-            let start = if i == 0 { 0 } else { self.cell_ends[i - 1] as usize };
-            (self.cell_cols[i], &self.text[start..self.cell_ends[i] as usize])
-        })
+        let start = if j == 0 { 0 } else { self.series_ends[j - 1] as usize };
+        self.tags.range(start..self.series_ends[j] as usize)
     }
 
     fn encode(&self, out: &mut Vec<u8>) {

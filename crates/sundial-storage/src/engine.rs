@@ -1017,12 +1017,15 @@ impl Inner {
             let mut w = PartitionedWriter::with_placement(&self.placement, db, table, self.config.partition_ns, f.generation);
             let mut series: Vec<_> = mt.series.iter().collect();
             series.sort_by_key(|(s, _)| **s);
+            // One set of buffers for every series (see `SeriesBuf::read_into`).
+            let (mut rows, mut cols, mut col_ids) = (SeriesRows::default(), Vec::new(), Vec::new());
             for (sid, buf) in series {
-                let cols = buf.columns();
-                let col_ids: Vec<ColId> = cols.iter().map(|(c, _)| *c).collect();
+                buf.columns_into(&mut cols);
+                col_ids.clear();
+                col_ids.extend(cols.iter().map(|(c, _)| *c));
                 debug_assert!(col_ids.iter().all(|c| col_types.contains_key(c)));
                 // The in-order part merged with the staged late rows (a linear merge), from the cutoff on.
-                let rows = buf.read(*sid, cutoff, i64::MAX, &cols);
+                buf.read_into(&mut rows, *sid, cutoff, i64::MAX, &cols);
                 w.add_series(&rows, &col_ids)?;
             }
             for path in w.finish()? {

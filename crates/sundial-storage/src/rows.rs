@@ -6,7 +6,7 @@ use crate::types::{Column, FieldType};
 
 /// Rows of one series, sorted by strictly increasing timestamp. `cols` is parallel to the columns the
 /// reader asked for; `None` means the source has no value for that column in these rows (all null).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct SeriesRows {
     pub series: SeriesId,
     pub ts: Vec<i64>,
