@@ -72,7 +72,9 @@ impl SeriesTags {
     }
 
     /// Appends a tag. Values are names (at most [`limits::NAME_BYTES_MAX`] bytes) and a series has at
-    /// most [`limits::COLUMNS_PER_TABLE_MAX`] tags, so the buffer stays far below `u32`.
+    /// most [`limits::COLUMNS_PER_TABLE_MAX`] tags; a pending series batch (`catalog_log.rs`), which
+    /// appends many series' tags to one buffer, stops at `CATALOG_BATCH_TAG_BYTES_MAX`: the buffer
+    /// stays far below `u32`.
     pub fn push(&mut self, col: ColId, value: &str) {
         self.text.push_str(value);
         let end = u32::try_from(self.text.len()).expect("a series' tag bytes fit u32 (names are bounded)");
@@ -164,7 +166,7 @@ impl Counters {
 
 /// Where item `i` lies in an arena of items stored back to back, given each item's end offset: it
 /// starts where item `i − 1` ended.
-fn arena_span(ends: &[u32], i: u32) -> std::ops::Range<usize> {
+pub(crate) fn arena_span(ends: &[u32], i: u32) -> std::ops::Range<usize> {
     let start = if i == 0 { 0 } else { ends[i as usize - 1] as usize };
     start..ends[i as usize] as usize
 }

@@ -59,7 +59,7 @@ use std::path::{Path, PathBuf};
 
 use std::collections::BTreeSet;
 
-use crate::catalog::{CatalogEntry, ColId, ColumnKind, Counters, DbId, SeriesId, SeriesTags, TableId};
+use crate::catalog::{CatalogEntry, ColId, ColumnKind, Counters, DbId, SeriesId, SeriesTags, TableId, arena_span};
 use crate::codec;
 use crate::encoding::{Reader, put_i64, put_str, put_u8, put_u16, put_u32, put_u64, put_uvarint};
 use crate::error::{Error, Result};
@@ -427,8 +427,7 @@ impl Pending {
 
     /// Series `j`'s tags.
     fn series(&self, j: usize) -> impl Iterator<Item = (ColId, &str)> + '_ {
-        let start = if j == 0 { 0 } else { self.series_ends[j - 1] as usize };
-        self.tags.range(start..self.series_ends[j] as usize)
+        self.tags.range(arena_span(&self.series_ends, j as u32))
     }
 
     fn encode(&self, out: &mut Vec<u8>) {
