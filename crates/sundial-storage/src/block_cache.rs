@@ -218,7 +218,7 @@ mod tests {
             ts_max: 0,
             ts_chunk: crate::segment::ChunkRef { offset: 16, len: 1, crc: 0 },
             pack: None,
-            cols: Vec::new(),
+            cols: Arc::default(),
         };
         vec![b; n].into()
     }

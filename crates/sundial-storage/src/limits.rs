@@ -52,6 +52,13 @@ pub const PACK_ROWS_MAX: usize = 1 << 16;
 /// footer groups of all open segments, about 1 KB per block with ten float columns.
 pub const BLOCK_INDEX_CACHE_BYTES_DEFAULT: usize = 64 * 1024 * 1024;
 
+/// A scan (`TableSnapshot::scan`) of more series than this decodes the block-index groups it does not
+/// find in the cache without adding them: at a block per series and segment and ~1 KB per block, 16 K
+/// series fill a quarter of the default cache, and a scan of millions would evict what smaller reads
+/// keep there while computing per-block statistics of packed blocks that it never uses (it reads the
+/// rows). Smaller scans cache groups as every other read does.
+pub const SCAN_CACHED_SERIES_MAX: usize = 16 * 1024;
+
 /// Codecs refuse to decode blocks claiming more rows than this; protects against corrupt headers.
 pub const CODEC_ROWS_MAX: usize = 1 << 20;
 

@@ -93,6 +93,49 @@ impl SeriesRows {
     }
 }
 
+/// One series' rows from one source, borrowed from where they were decoded: the timestamps, and each
+/// requested column as the column holding them, rows `offset..offset + ts.len()` of it (a packed
+/// block's rows are a slice of its pack's columns). What `TableSnapshot::scan` hands out.
+#[derive(Clone, Copy, Debug)]
+pub struct RowsRef<'a> {
+    pub series: SeriesId,
+    pub ts: &'a [i64],
+    pub offset: usize,
+    pub(crate) cols: ColsRef<'a>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ColsRef<'a> {
+    /// Columns of a [`SeriesRows`], in request order.
+    Rows(&'a [Option<Column>]),
+    /// A decoded pack's columns (keyed by chunk offset), and per requested column its index there.
+    Pack(&'a [(u64, std::sync::Arc<Column>)], &'a [Option<usize>]),
+}
+
+impl<'a> RowsRef<'a> {
+    /// All rows of `rows`.
+    pub fn of(rows: &'a SeriesRows) -> RowsRef<'a> {
+        RowsRef { series: rows.series, ts: &rows.ts, offset: 0, cols: ColsRef::Rows(&rows.cols) }
+    }
+
+    /// The column holding requested column `i` (`None`: no value in these rows); these rows are
+    /// `offset..offset + ts.len()` of it.
+    pub fn col(&self, i: usize) -> Option<&'a Column> {
+        match self.cols {
+            ColsRef::Rows(cols) => cols[i].as_ref(),
+            ColsRef::Pack(cols, index) => index[i].map(|k| &*cols[k].1),
+        }
+    }
+
+    /// Requested columns.
+    pub fn n_cols(&self) -> usize {
+        match self.cols {
+            ColsRef::Rows(cols) => cols.len(),
+            ColsRef::Pack(_, index) => index.len(),
+        }
+    }
+}
+
 /// Merges runs of the same series, ordered oldest to newest: for rows with the same timestamp, each
 /// column takes the newest non-null value (InfluxDB's rule: the field sets are unioned, ties go to the
 /// newer write). `types` gives the type of each requested column.

@@ -98,7 +98,7 @@ use crate::limits::{
     BLOCK_ROWS_MAX, COLUMNS_PER_TABLE_MAX, DECODED_PACKS_BYTES_MAX, FOOTER_GROUP_BLOCKS, PACK_BLOCK_ROWS_MAX, PACK_ROWS_MAX,
     PACK_ROWS_TARGET, PACK_SERIES_MAX,
 };
-use crate::rows::SeriesRows;
+use crate::rows::{ColsRef, RowsRef, SeriesRows};
 use crate::throttle::TokenBucket;
 use crate::types::{Column, ColumnValues, FieldType, Value};
 
@@ -167,8 +167,9 @@ pub struct BlockMeta {
     /// The block's timestamp chunk; for a packed block, the pack's (all its series' rows).
     pub ts_chunk: ChunkRef,
     /// Columns with at least one value in the block. A packed block's chunks are the pack's, its
-    /// statistics those of its own rows (computed when the group holding it is decoded).
-    pub cols: Vec<ColMeta>,
+    /// statistics those of its own rows (computed when the group holding it is decoded). Shared: before
+    /// that, every packed block of a pack has the pack's columns, one allocation for all of them.
+    pub cols: Arc<[ColMeta]>,
     /// `Some` for a block stored in a pack (version 4): where its rows are among the pack's.
     pub pack: Option<PackSlice>,
 }
@@ -320,7 +321,7 @@ impl PackBuilder {
             ts_min: ts[0],
             ts_max: ts[ts.len() - 1],
             ts_chunk: ChunkRef { offset: 0, len: 0, crc: 0 },
-            cols: Vec::new(),
+            cols: Arc::default(),
             pack: Some(PackSlice { row_off: off as u32, rows: 0 }),
         });
         Ok(())
@@ -506,7 +507,7 @@ impl SegmentWriter {
             ts_min: ts[0],
             ts_max: ts[ts.len() - 1],
             ts_chunk,
-            cols: metas,
+            cols: metas.into(),
             pack: None,
         });
         Ok(())
@@ -595,7 +596,7 @@ fn encode_footer(id: &SegmentId, blocks: &[BlockMeta], packs: &[PackMeta], versi
         put_uvarint(&mut out, b.ts_max.wrapping_sub(b.ts_min) as u64);
         put_chunk(&mut out, &b.ts_chunk);
         put_uvarint(&mut out, b.cols.len() as u64);
-        for c in &b.cols {
+        for c in b.cols.iter() {
             put_uvarint(&mut out, u64::from(c.col));
             put_u8(&mut out, c.ty as u8);
             put_chunk(&mut out, &c.chunk);
@@ -792,7 +793,7 @@ impl BlockDecoder {
             p.taken += n_rows;
             self.series = series;
             // Time range and statistics are the pack's until the pack is decoded (`Segment::resolve_packs`).
-            let (ts_min, ts_max, ts_chunk, cols) = (p.ts_min, p.ts_max, p.ts_chunk, p.cols.to_vec());
+            let (ts_min, ts_max, ts_chunk, cols) = (p.ts_min, p.ts_max, p.ts_chunk, Arc::clone(&p.cols));
             return Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols, pack: Some(slice) });
         }
         if self.inside_pack() {
@@ -811,7 +812,7 @@ impl BlockDecoder {
             cols.push(ColMeta { col, ty, chunk, stats });
         }
         self.series = series;
-        Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols, pack: None })
+        Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols: cols.into(), pack: None })
     }
 }
 
@@ -956,7 +957,7 @@ mod v1 {
         let (ts_min, ts_max) = (r.i64()?, r.i64()?);
         let ts_chunk = decode_chunk(r)?;
         let nc = r.len(COLUMNS_PER_TABLE_MAX)?;
-        let cols = (0..nc).map(|_| decode_col(r)).collect::<Option<Vec<_>>>()?;
+        let cols = (0..nc).map(|_| decode_col(r)).collect::<Option<Arc<[_]>>>()?;
         Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols, pack: None })
     }
 }
@@ -1128,6 +1129,127 @@ impl SeriesWalker<'_> {
     }
 }
 
+/// Reads the blocks of series in ascending order for a scan of many series
+/// (`TableSnapshot::scan`), and their rows without copying them.
+///
+/// Without `cache_groups` (a scan of many series, [`crate::limits::SCAN_CACHED_SERIES_MAX`]), a
+/// group that is not in the block-index cache is decoded without reading its packs and is not cached:
+/// a scan of 10 M one-row series would otherwise compute ten columns' statistics per block (to answer
+/// nothing: a scan reads the rows) and push every other group out of the cache. Such packed blocks
+/// keep their pack's time range (a superset of their own) and columns; [`SegmentScan::read`] handles
+/// both kinds.
+pub struct SegmentScan<'a> {
+    seg: &'a Segment,
+    cache_groups: bool,
+    /// The group the cursor is in, its blocks once decoded, and the first block not handed out yet.
+    group: usize,
+    blocks: Option<Arc<[BlockMeta]>>,
+    pos: usize,
+    /// The pack read last, which the next series' block is most likely in.
+    pack: Option<Arc<DecodedPack>>,
+    /// Per requested column, its index in `pack.cols` for the block read last.
+    pack_cols: Vec<Option<usize>>,
+}
+
+impl<'a> SegmentScan<'a> {
+    /// Replaces `out` with the blocks of `series` (calls in ascending series order).
+    ///
+    /// The cursor only moves forward: from one series to the next it looks at the group and block it
+    /// stopped at, which in a dense scan already holds the next series, and searches (binary) only
+    /// past a gap.
+    pub fn blocks_into(&mut self, series: SeriesId, out: &mut SeriesBlocks) -> Result<()> {
+        out.parts.clear();
+        out.len = 0;
+        let groups = &self.seg.groups;
+        loop {
+            let Some(grp) = groups.get(self.group) else { return Ok(()) };
+            if grp.last_series < series {
+                self.group += groups[self.group..].partition_point(|g| g.last_series < series);
+                self.blocks = None;
+                continue;
+            }
+            if grp.first_series > series {
+                return Ok(());
+            }
+            let blocks = match &self.blocks {
+                Some(b) => b,
+                None => {
+                    let b = match self.seg.cache.get((self.seg.number, self.group as u32)) {
+                        Some(b) => b,
+                        None if self.cache_groups => self.seg.group(self.group)?,
+                        None => self.seg.decode_group(self.group, false)?.into(),
+                    };
+                    self.pos = 0;
+                    self.blocks.insert(b)
+                }
+            };
+            if blocks.get(self.pos).is_some_and(|b| b.series < series) {
+                self.pos += blocks[self.pos..].partition_point(|b| b.series < series);
+            }
+            let start = self.pos;
+            while blocks.get(self.pos).is_some_and(|b| b.series == series) {
+                self.pos += 1;
+            }
+            if start < self.pos {
+                out.len += self.pos - start;
+                out.parts.push((Arc::clone(blocks), start..self.pos));
+            }
+            if self.pos < blocks.len() {
+                return Ok(()); // the next block is a later series'
+            }
+            // The group ends here; the series may go on in the next.
+            self.group += 1;
+            self.blocks = None;
+        }
+    }
+
+    /// The rows of block `b` (from [`SegmentScan::blocks_into`]) with `ts_min <= ts <= ts_max`, for the
+    /// requested columns: borrowed from the decoded pack for a packed block, decoded into `owned`
+    /// otherwise.
+    pub fn read<'s>(
+        &'s mut self,
+        b: &BlockMeta,
+        ts_min: i64,
+        ts_max: i64,
+        cols: &[(ColId, FieldType)],
+        owned: &'s mut SeriesRows,
+    ) -> Result<RowsRef<'s>> {
+        let seg = self.seg;
+        let Some(rows) = b.pack_rows() else {
+            *owned = seg.read_block(b, ts_min, ts_max, cols)?;
+            return Ok(RowsRef::of(owned));
+        };
+        let stored = seg.stored_cols(b, cols)?;
+        let current = self.pack.as_ref().filter(|p| {
+            p.segment == seg.number && p.ts_offset == b.ts_chunk.offset && stored.iter().flatten().all(|m| p.col(m.chunk.offset).is_some())
+        });
+        let pack = match current {
+            Some(p) => Arc::clone(p),
+            None => seg.decoded_pack(b, stored.iter().flatten().copied())?,
+        };
+        let ts = pack.ts.get(rows.clone()).unwrap_or_default();
+        // The reader's half of the writer's checks for what is returned: this block's rows, strictly
+        // increasing, inside the range its index entry gives (its own once the group was resolved, its
+        // pack's otherwise). A fold without early exit, which vectorises.
+        let increasing = ts.iter().zip(ts.iter().skip(1)).fold(true, |ok, (x, y)| ok & (x < y));
+        if ts.len() != b.n_rows as usize || !increasing || ts[0] < b.ts_min || ts[ts.len() - 1] > b.ts_max {
+            let what = "decoded pack timestamps disagree with the block index".to_string();
+            return Err(Error::Corrupt { path: seg.path.clone(), offset: b.ts_chunk.offset, what });
+        }
+        self.pack_cols.clear();
+        self.pack_cols.extend(stored.iter().map(|m| m.and_then(|m| pack.cols.iter().position(|(o, _)| *o == m.chunk.offset))));
+        let (start, end) = (ts.partition_point(|t| *t < ts_min), ts.partition_point(|t| *t <= ts_max));
+        self.pack = Some(pack);
+        let pack = self.pack.as_ref().expect("just set");
+        Ok(RowsRef {
+            series: b.series,
+            ts: &pack.ts[rows.start + start..rows.start + end],
+            offset: rows.start + start,
+            cols: ColsRef::Pack(&pack.cols, &self.pack_cols),
+        })
+    }
+}
+
 /// Fixed cost of one cached group besides its blocks and columns (the slot, the `Arc`, the map entry).
 const GROUP_OVERHEAD_BYTES: usize = 64;
 
@@ -1289,14 +1411,15 @@ impl Segment {
                     return Err(corrupt(format!("packed block {}: timestamps not strictly increasing", first + i + k)));
                 }
                 (b.ts_min, b.ts_max) = (ts[0], ts[ts.len() - 1]);
-                b.cols.clear();
-                for m in &pack_cols {
+                let mut own = Vec::with_capacity(pack_cols.len());
+                for m in pack_cols.iter() {
                     let c = decoded.col(m.chunk.offset).expect("every pack column was decoded");
                     let stats = stats_of(ts, c, rows.clone());
                     if stats.count > 0 {
-                        b.cols.push(ColMeta { stats, ..m.clone() });
+                        own.push(ColMeta { stats, ..m.clone() });
                     }
                 }
+                b.cols = own.into();
             }
             i = end;
         }
@@ -1409,6 +1532,11 @@ impl Segment {
     /// A [`SeriesWalker`] for looking up series in ascending order.
     pub fn walker(&self) -> SeriesWalker<'_> {
         SeriesWalker { seg: self, last: None }
+    }
+
+    /// A [`SegmentScan`] for reading series in ascending order.
+    pub fn scan(&self, cache_groups: bool) -> SegmentScan<'_> {
+        SegmentScan { seg: self, cache_groups, group: 0, blocks: None, pos: 0, pack: None, pack_cols: Vec::new() }
     }
 
     fn series_blocks_in(&self, series: SeriesId, last: &mut Option<(usize, Arc<[BlockMeta]>)>) -> Result<SeriesBlocks> {

@@ -880,17 +880,25 @@ fn fold(engine: &Engine, read: &Read, range: std::ops::Range<usize>) -> Result<F
     let series = &sc.series[range.clone()];
     let snap = engine.snapshot(sc.db, sc.table, series, sc.lo, hi, &sc.fields);
     let nf = sc.fields.len();
-    for (k, sid) in series.iter().enumerate() {
-        let i = range.start + k;
-        let Some(rows) = snap.read_series(*sid).map_err(|e| e.to_string())? else { continue };
-        let ts = &rows.ts;
+    let mut dense: Vec<bool> = Vec::with_capacity(nf);
+    // The scan hands out series in ascending order, as they are in `series`: follow along for the index.
+    let mut i = range.start;
+    let result = snap.scan(series, |rows| {
+        while sc.series[i] != rows.series {
+            i += 1;
+        }
+        let ts = rows.ts;
         let start = ts.partition_point(|t| *t < sc.lo);
         let end = ts.partition_point(|t| *t <= hi);
         let (group, rank) = (plan.group_of[i], plan.rank[i]);
-        // Columns with every value set (the common case), checked once per series rather than per run
-        // (a fold without early exit, which vectorises).
-        let dense: Vec<bool> = rows.cols.iter().map(|c| c.as_ref().is_some_and(|c| c.validity.iter().fold(true, |a, v| a & v))).collect();
+        // These rows are `rows.offset..` of each column.
+        let at = |r: std::ops::Range<usize>| rows.offset + r.start..rows.offset + r.end;
+        // Columns with every value set (the common case), checked once per run of rows rather than per
+        // bucket (a fold without early exit, which vectorises).
+        dense.clear();
+        dense.extend((0..nf).map(|f| rows.col(f).is_some_and(|c| c.validity[at(0..ts.len())].iter().fold(true, |a, v| a & v))));
         let any_dense = dense.contains(&true);
+        let cols = || (0..nf).filter_map(|f| rows.col(f));
         let mut a = start;
         while a < end {
             let (bucket, b) = match plan.bucket {
@@ -902,23 +910,24 @@ fn fold(engine: &Engine, read: &Read, range: std::ops::Range<usize>) -> Result<F
                 }
             };
             // Rows with at least one of the fields set: the SQL's `count(*)` under its WHERE.
-            let set = if any_dense || rows.cols.iter().flatten().any(|c| c.validity[a..b].iter().all(|x| *x)) {
+            let set = if any_dense || cols().any(|c| c.validity[at(a..b)].iter().all(|x| *x)) {
                 (b - a) as u64
             } else {
-                (a..b).filter(|r| rows.cols.iter().flatten().any(|c| c.validity[*r])).count() as u64
+                (a..b).filter(|r| cols().any(|c| c.validity[rows.offset + *r])).count() as u64
             };
             if set > 0 || plan.global {
                 let s = out.slot(group, bucket);
                 out.rows[s] += set;
-                for (f, col) in rows.cols.iter().enumerate() {
-                    if let Some(col) = col {
-                        out.accs[s * nf + f].fold(plan.need[f], &ts[a..b], col, a..b, dense[f], rank);
+                for f in 0..nf {
+                    if let Some(col) = rows.col(f) {
+                        out.accs[s * nf + f].fold(plan.need[f], &ts[a..b], col, at(a..b), dense[f], rank);
                     }
                 }
             }
             a = b;
         }
-    }
+    });
+    result.map_err(|e| e.to_string())?;
     Ok(out)
 }
 
@@ -1201,19 +1210,22 @@ mod tests {
     /// Six hosts, some without `region` or `dc`; fields `a` and `b` (floats, sometimes unset; `a` always
     /// set on h0 and h3) and `n`, an integer. Rows on a 10 s grid so series share timestamps
     /// (first()/last() ties), some written twice (the later value wins), half flushed to a segment.
+    /// Data that takes every read path of a scan: series found in one segment block of their own, in
+    /// blocks of two segments that do not overlap in time (two runs) and that do (merged), packed
+    /// with other series (one-row to three-row series), and partly in the memtable.
     fn load(engine: &Engine, rng: &mut Rng) {
         engine.create_database("db", 0, false).unwrap();
-        let hosts: Vec<(String, Option<&str>, Option<&str>)> = (0..6)
-            .map(|i| {
-                let region = [Some("r0"), Some("r1"), None][i % 3];
-                let dc = if i % 2 == 0 { Some("d0") } else { None };
-                (format!("h{i}"), region, dc)
-            })
-            .collect();
-        for round in 0..2 {
+        let tags = |i: usize, prefix: &str| {
+            let region = [Some("r0"), Some("r1"), None][i % 3];
+            let dc = if i % 2 == 0 { Some("d0") } else { None };
+            (format!("{prefix}{i}"), region, dc)
+        };
+        let hosts: Vec<(String, Option<&str>, Option<&str>)> = (0..6).map(|i| tags(i, "h")).collect();
+        let packed: Vec<(String, Option<&str>, Option<&str>)> = (0..40).map(|i| tags(i, "p")).collect();
+        let write = |rng: &mut Rng, hosts: &[(String, Option<&str>, Option<&str>)], steps: &dyn Fn(usize) -> std::ops::Range<i64>| {
             let mut points = Vec::new();
-            for (host, region, dc) in &hosts {
-                for step in 0..720 {
+            for (i, (host, region, dc)) in hosts.iter().enumerate() {
+                for step in steps(i) {
                     if rng.below(10) < 2 {
                         continue;
                     }
@@ -1236,10 +1248,15 @@ mod tests {
                 }
             }
             engine.write("db", &points).unwrap();
-            if round == 0 {
-                engine.flush().unwrap();
-            }
-        }
+        };
+        write(rng, &hosts, &|_| 0..720);
+        engine.flush().unwrap();
+        // Even hosts overwrite the second hour (overlapping blocks), odd ones go on into the third.
+        write(rng, &hosts, &|i| if i % 2 == 0 { 360..720 } else { 720..1080 });
+        engine.flush().unwrap();
+        write(rng, &packed, &|i| (100 + i as i64 * 7)..(100 + i as i64 * 7 + 1 + i as i64 % 3));
+        engine.flush().unwrap();
+        write(rng, &hosts[1..2], &|_| 50..60); // the memtable over a flushed block
         // The earliest row of all has neither `a` nor `b`: reads of their first buckets must not stop there.
         let early = WritePoint { line: 1, table: "m", tags: vec![("host", "h9")], fields: vec![("n", Value::Integer(1))], ts: T0 - 3600 * SEC };
         engine.write("db", &[early]).unwrap();
