@@ -1085,6 +1085,15 @@ impl Inner {
     }
 }
 
+/// Where [`TableSnapshot::scan`] finds a run of a series' rows: block `.1` of segment cursor `.0`'s
+/// blocks of the series, frozen memtable `.0`, or the active memtable's copy.
+#[derive(Clone, Copy, Debug)]
+enum Source {
+    Block(usize, usize),
+    Frozen(usize),
+    Active,
+}
+
 /// See [`Engine::snapshot`].
 pub struct TableSnapshot {
     pub db: DbId,
@@ -1136,9 +1145,9 @@ impl TableSnapshot {
     /// Why: `read_series` costs, per series, a block-index lookup in every segment, a copy of its rows
     /// and a merge; over a million series of a few rows each that is most of a query (a count over 10 M
     /// one-row series took 20 s). Here each segment's block index is walked once in series order and a
-    /// series found in one block, or in blocks of disjoint time ranges, is handed out where it was
-    /// decoded (a pack's rows are a slice of the pack). A series with rows in a memtable, under a
-    /// tombstone, or in blocks that overlap in time takes `read_series`' merge.
+    /// series whose sources (blocks, memtables) hold disjoint time ranges is handed out source by
+    /// source where it was decoded (a pack's rows are a slice of the pack). A series under a tombstone,
+    /// or with sources that overlap in time, takes `read_series`' merge.
     pub fn scan(&self, series: &[SeriesId], f: impl FnMut(RowsRef<'_>)) -> Result<()> {
         self.scan_with(series, series.len() <= limits::SCAN_CACHED_SERIES_MAX, f)
     }
@@ -1151,9 +1160,10 @@ impl TableSnapshot {
         }
         let mut cursors: Vec<SegmentScan<'_>> = self.segments.iter().map(|s| s.scan(cache_groups)).collect();
         let mut found: Vec<SeriesBlocks> = vec![SeriesBlocks::default(); cursors.len()];
-        let frozen: Vec<_> = self.frozen.iter().filter_map(|f| f.memtable.table(self.db, self.table)).collect();
-        // (ts_min, ts_max, segment, block): the blocks of one series overlapping the range.
-        let mut runs: Vec<(i64, i64, usize, usize)> = Vec::new();
+        let frozen: Vec<_> = self.frozen.iter().filter_map(|f| Some((f.generation, f.memtable.table(self.db, self.table)?))).collect();
+        // (ts_min, ts_max, source): the sources of one series overlapping the range; a memtable's range
+        // covers all of the series' rows there.
+        let mut runs: Vec<(i64, i64, Source)> = Vec::new();
         let mut owned = SeriesRows::default();
         for (k, &s) in series.iter().enumerate() {
             debug_assert!(k == 0 || series[k - 1] < s, "series ascending");
@@ -1162,26 +1172,49 @@ impl TableSnapshot {
                 cursor.blocks_into(s, &mut found[i])?;
                 for (j, b) in found[i].iter().enumerate() {
                     if b.ts_max >= self.ts_min && b.ts_min <= self.ts_max {
-                        runs.push((b.ts_min, b.ts_max, i, j));
+                        runs.push((b.ts_min, b.ts_max, Source::Block(i, j)));
                     }
                 }
             }
-            runs.sort_unstable();
-            let in_memory = self.active.contains_key(&s) || frozen.iter().any(|t| t.series.contains_key(&s));
+            for (i, (_, t)) in frozen.iter().enumerate() {
+                if let Some((lo, hi)) = t.series.get(&s).and_then(|b| b.ts_range())
+                    && hi >= self.ts_min
+                    && lo <= self.ts_max
+                {
+                    runs.push((lo, hi, Source::Frozen(i)));
+                }
+            }
+            if let Some(r) = self.active.get(&s) {
+                runs.push((r.ts[0], r.ts[r.ts.len() - 1], Source::Active)); // never empty (`snapshot_rows`)
+            }
+            runs.sort_unstable_by_key(|r| (r.0, r.1));
             let hidden = !self.tombstones.is_empty()
-                && runs.iter().any(|r| {
-                    let id = &self.segments[r.2].id;
-                    !self.hiding(s, id.generation, id.tombstones_applied).is_empty()
+                && runs.iter().any(|r| match r.2 {
+                    Source::Block(i, _) => {
+                        let id = &self.segments[i].id;
+                        !self.hiding(s, id.generation, id.tombstones_applied).is_empty()
+                    }
+                    Source::Frozen(i) => !self.hiding(s, frozen[i].0, 0).is_empty(),
+                    Source::Active => false,
                 });
-            if in_memory || hidden || runs.windows(2).any(|w| w[1].0 <= w[0].1) {
+            if hidden || runs.windows(2).any(|w| w[1].0 <= w[0].1) {
                 if let Some(rows) = self.read_series(s)? {
                     f(RowsRef::of(&rows));
                 }
                 continue;
             }
-            for &(_, _, i, j) in &runs {
-                let b = found[i].get(j).expect("a block found above");
-                let r = cursors[i].read(b, self.ts_min, self.ts_max, &self.cols, &mut owned)?;
+            for &(_, _, source) in &runs {
+                let r = match source {
+                    Source::Block(i, j) => {
+                        let b = found[i].get(j).expect("a block found above");
+                        cursors[i].read(b, self.ts_min, self.ts_max, &self.cols, &mut owned)?
+                    }
+                    Source::Frozen(i) => {
+                        owned = frozen[i].1.series[&s].read(s, self.ts_min, self.ts_max, &self.cols);
+                        RowsRef::of(&owned)
+                    }
+                    Source::Active => RowsRef::of(&self.active[&s]),
+                };
                 if !r.ts.is_empty() {
                     f(r);
                 }
