@@ -1342,7 +1342,7 @@ impl Segment {
     /// and checks the blocks' invariants again, and that they agree with the index entry.
     ///
     /// Without `resolve`, packed blocks keep their pack's time range and columns without statistics
-    /// (what the footer says; enough for their series ids) and no pack is read.
+    /// (what the footer says; enough for their series ids, and for a scan: [`SegmentScan`]) and no pack is read.
     fn decode_group(&self, g: usize, resolve: bool) -> Result<Vec<BlockMeta>> {
         let grp = &self.groups[g];
         let offset = self.footer_offset + u64::from(grp.footer_off);

@@ -918,9 +918,9 @@ fn fold(engine: &Engine, read: &Read, range: std::ops::Range<usize>) -> Result<F
             if set > 0 || plan.global {
                 let s = out.slot(group, bucket);
                 out.rows[s] += set;
-                for f in 0..nf {
+                for (f, &dense) in dense.iter().enumerate() {
                     if let Some(col) = rows.col(f) {
-                        out.accs[s * nf + f].fold(plan.need[f], &ts[a..b], col, at(a..b), dense[f], rank);
+                        out.accs[s * nf + f].fold(plan.need[f], &ts[a..b], col, at(a..b), dense, rank);
                     }
                 }
             }
