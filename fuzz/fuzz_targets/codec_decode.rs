@@ -3,15 +3,19 @@
 //! Input: `[n, mode, body...]`.
 //! 1. `body` as a chunk, fed to every decoder with `n % 64` rows: no panic, no huge allocation, and
 //!    anything that decodes has exactly `n` rows of the requested type.
-//!    The same body behind the float-only tags (Alp 0x09, Gorilla 0x0A) reaches those decoders directly.
+//!    The same body behind the float-only tags (Alp 0x09, Gorilla 0x0A) and PcoPaged (0x0B) reaches
+//!    those decoders directly; row ranges of it (`decode_column_rows`) decode to as many rows as asked.
 //! 2. A column and a timestamp run built from `body` (type and shape picked by `mode`) must round-trip
 //!    bit-exactly through encode and decode; float columns through every float encoding (pco, Alp,
-//!    Gorilla and the writer's choice), and the choice is never larger than the forced ones.
+//!    Gorilla and the writer's choice), and the choice is never larger than the forced ones. A row range
+//!    of the column (`decode_column_rows`, page by page when it is paged: bodies of more than 2048
+//!    bytes in walk mode) reads back as that slice.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use sundial_storage::codec::{
-    FloatEncoding, decode_column, decode_timestamps, encode_column, encode_column_with, encode_timestamps,
+    FloatEncoding, decode_column, decode_column_rows, decode_timestamps, encode_column, encode_column_with,
+    encode_timestamps,
 };
 use sundial_storage::types::{Column, ColumnValues, FieldType};
 
@@ -34,10 +38,16 @@ fn decode_anything(body: &[u8], n: usize) {
     if let Ok(ts) = decode_timestamps(body, n) {
         assert_eq!(ts.len(), n);
     }
-    for tag in [0x09u8, 0x0a] {
+    for tag in [0x09u8, 0x0a, 0x0b] {
         let chunk: Vec<u8> = [0x00, tag].iter().chain(body).copied().collect();
         if let Ok(c) = decode_column(&chunk, FieldType::Float, n) {
             assert_eq!((c.len(), c.values.len()), (n, n));
+        }
+        let rows = n / 3..n / 2 + 1;
+        for ty in [FieldType::Float, FieldType::Integer] {
+            if let Ok((c, _)) = decode_column_rows(&chunk, ty, n, u32::MAX, rows.clone()) {
+                assert_eq!((c.len(), c.values.len()), (rows.len(), rows.len()));
+            }
         }
     }
 }
@@ -86,6 +96,10 @@ fn round_trip_column(mode: u8, body: &[u8]) {
     let mut buf = Vec::new();
     encode_column(&col, &mut buf);
     check_decodes_to(&buf, &col);
+    let rows = n / 3..n - n / 4;
+    let (got, valid) = decode_column_rows(&buf, ty, n, u32::MAX, rows.clone()).expect("rows of a column we encoded must decode");
+    check_decodes_to_slice(&got, &col.slice(rows));
+    assert_eq!(valid, col.validity.iter().filter(|v| **v).count());
     if ty == FieldType::Float {
         for how in [FloatEncoding::Pco, FloatEncoding::Alp, FloatEncoding::Gorilla] {
             let mut forced = Vec::new();
@@ -101,6 +115,10 @@ fn round_trip_column(mode: u8, body: &[u8]) {
 
 fn check_decodes_to(buf: &[u8], col: &Column) {
     let got = decode_column(buf, col.field_type(), col.len()).expect("a column we encoded must decode");
+    check_decodes_to_slice(&got, col);
+}
+
+fn check_decodes_to_slice(got: &Column, col: &Column) {
     assert_eq!(got.validity, col.validity);
     match (&got.values, &col.values) {
         (ColumnValues::Float(g), ColumnValues::Float(c)) => {

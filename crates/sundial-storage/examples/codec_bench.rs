@@ -15,7 +15,8 @@ use std::time::Duration;
 use pco::standalone::{simple_compress, simple_decompress};
 use pco::{ChunkConfig, DeltaSpec, ModeSpec, PagingSpec};
 use sundial_storage::codec::{
-    column_codecs, decode_column, decode_timestamps, encode_column, encode_timestamps, timestamp_codec,
+    Delta, column_codecs, decode_column, decode_column_rows, decode_timestamps, encode_column, encode_column_delta,
+    encode_timestamps, timestamp_codec,
 };
 use sundial_storage::types::{Column, ColumnValues};
 use support::{Rng, float_walk};
@@ -71,6 +72,31 @@ fn bench_column(name: &str, col: &Column) {
         black_box(out);
     });
     report(name, n, buf.len(), format!("{:?}", column_codecs(&buf, n).unwrap()), per_call, Some(encode));
+}
+
+/// A block written in pco pages (what the segment writer does) against one page (a pack's encoding,
+/// and segment versions before 5): bytes, and the decode time of one hour (360 rows) from its middle,
+/// which the paged block decodes page by page.
+fn bench_hour_of_a_day(col: &Column) {
+    let (ty, n) = (col.field_type(), col.len());
+    let hour = n / 2..n / 2 + 360;
+    let (mut paged, mut one) = (Vec::new(), Vec::new());
+    encode_column(col, &mut paged);
+    encode_column_delta(col, Delta::Auto, &mut one);
+    for (name, buf) in [("int walk, one page: 1 h of 24", &one), ("int walk, pages: 1 h of 24", &paged)] {
+        assert_eq!(decode_column_rows(buf, ty, n, u32::MAX, hour.clone()).unwrap().0, col.slice(hour.clone()));
+        let per_call = time_per_call(|| {
+            black_box(decode_column_rows(black_box(buf), ty, n, u32::MAX, hour.clone()).unwrap());
+        });
+        let codec = format!("{:?}", column_codecs(buf, n).unwrap());
+        println!(
+            "{name:<34} {:>7} B  {:>7.4} B/value  {codec:<24} {:>6.1} µs per read of {} rows",
+            buf.len(),
+            buf.len() as f64 / n as f64,
+            per_call.as_secs_f64() * 1e6,
+            hour.len()
+        );
+    }
 }
 
 fn bench_timestamps(name: &str, ts: &[i64]) {
@@ -144,6 +170,7 @@ fn main() {
         delta_entropy_bits(&walk) / 8.0
     );
     bench_column("int walk (TSBS cpu field)", &full(ColumnValues::Integer(walk.clone())));
+    bench_hour_of_a_day(&full(ColumnValues::Integer(walk.clone())));
     let mut sum = 0usize;
     let mut buf = Vec::new();
     for _ in 0..100 {

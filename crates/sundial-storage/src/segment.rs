@@ -56,9 +56,11 @@
 //! the footer (compaction, see [`crate::compaction`]) and shrinks the block index about fourfold
 //! (varint statistics, implicit chunk offsets); **3** keeps version 2's layout but lets float chunks use
 //! the Alp and Gorilla codecs (a version-2 reader would fail on them block by block, as "corrupt");
-//! **4** adds packs (above). Header and trailer carry the version. This build writes 4 and reads 1 to 4: a version-1 file reads
-//! as `gen_min = generation`, `tombstones_applied = 0`; a version-1 or 2 file using Alp or Gorilla is
-//! corrupt.
+//! **4** adds packs (above); **5** keeps version 4's layout but lets a block's numeric columns use the
+//! PcoPaged codec (pco pages that decode on their own, so a read of a time range decodes only the pages
+//! holding it; see [`crate::codec`]). Header and trailer carry the version. This build writes 5 and reads 1 to 5: a version-1 file reads
+//! as `gen_min = generation`, `tombstones_applied = 0`; a version-1 or 2 file using Alp or Gorilla, or a
+//! version-1 to 4 file using PcoPaged, is corrupt.
 //!
 //! A segment holds the rows of flush generations `gen_min..=generation` (one generation for a flush,
 //! a contiguous run for a compaction output), and has had every tombstone with id
@@ -106,8 +108,10 @@ pub const MAGIC: &[u8; 8] = b"SDSEG\0\0\0";
 pub const TRAILER_MAGIC: &[u8; 8] = b"SDSEGEND";
 /// Format version this build writes. 3 has the same layout as 2, but float column chunks may use the
 /// Alp and Gorilla codecs; the bump makes a version-2 build refuse such files at start-up (a clear
-/// "newer version" error) instead of failing queries on them as "corrupt". 4 adds packs.
-pub const VERSION: u32 = 4;
+/// "newer version" error) instead of failing queries on them as "corrupt". 4 adds packs. 5 adds the
+/// PcoPaged column codec (a block's numeric column in pages that decode on their own, see
+/// [`codec`](crate::codec)); the layout is 4's.
+pub const VERSION: u32 = 5;
 /// Oldest format version this build still reads.
 pub const VERSION_MIN: u32 = 1;
 pub const TRAILER_BYTES: usize = 32;
@@ -358,10 +362,10 @@ impl SegmentWriter {
         Self::create_version(path, id, VERSION)
     }
 
-    /// [`SegmentWriter::create`] writing format `version`: [`VERSION`], or 3 (every block on its own,
-    /// as before packs), which tests use to compare the two and to read version-2/3 layouts.
+    /// [`SegmentWriter::create`] writing format `version`: [`VERSION`], 4 (no PcoPaged), or 3 (every
+    /// block on its own, as before packs), which tests use to compare them and to read older layouts.
     pub fn create_version(path: &Path, id: SegmentId, version: u32) -> Result<SegmentWriter> {
-        assert!(version == 3 || version == VERSION, "this build writes segment versions 3 and {VERSION}");
+        assert!((3..=VERSION).contains(&version), "this build writes segment versions 3 to {VERSION}");
         let tmp_path = path.with_extension("seg.tmp");
         let f = File::create(&tmp_path).map_err(|e| Error::io(&tmp_path, e))?;
         let mut w = SegmentWriter {
@@ -498,7 +502,11 @@ impl SegmentWriter {
             if stats.count == 0 {
                 continue;
             }
-            let chunk = self.put_encoded(|out| codec::encode_column(&c.slice(range.clone()), out))?;
+            let paged = self.version >= codec::PAGED_SEGMENT_VERSION;
+            let chunk = self.put_encoded(|out| {
+                let c = c.slice(range.clone());
+                if paged { codec::encode_column(&c, out) } else { codec::encode_column_delta(&c, codec::Delta::Auto, out) }
+            })?;
             metas.push(ColMeta { col: *col, ty: c.field_type(), chunk, stats });
         }
         self.blocks.push(BlockMeta {
@@ -1612,12 +1620,13 @@ impl Segment {
                 out.push(None);
                 continue;
             };
-            let c = codec::decode_column_in(&self.read_chunk(&m.chunk)?, m.ty, n, self.version)
+            // Only the rows in range: a paged column decodes just the pages holding them.
+            let (c, valid) = codec::decode_column_rows(&self.read_chunk(&m.chunk)?, m.ty, n, self.version, start..end)
                 .map_err(|e| corrupt(m.chunk.offset, format!("column {col} (segment version {}): {e}", self.version)))?;
-            if c.len() != n || c.values.len() != n || c.validity.iter().filter(|v| **v).count() != m.stats.count as usize {
+            if c.len() != end - start || c.values.len() != end - start || valid != m.stats.count as usize {
                 return Err(corrupt(m.chunk.offset, format!("column {col} disagrees with the block index")));
             }
-            out.push(Some(if start == 0 && end == n { c } else { c.slice(start..end) }));
+            out.push(Some(c));
         }
         let ts = if start == 0 && end == n { ts } else { ts[start..end].to_vec() };
         Ok(SeriesRows { series: b.series, ts, cols: out })
@@ -1969,12 +1978,58 @@ mod tests {
         assert!(err.contains(&path.display().to_string()), "{err}");
         assert!(err.contains("needs segment version 3 or newer, this file is version 2"), "{err}");
 
-        set_version(&path, &bytes, 5);
+        set_version(&path, &bytes, 6);
         let err = Segment::open(&path).unwrap_err();
-        assert!(matches!(err, Error::UnsupportedVersion { version: 5, .. }), "{err}");
+        assert!(matches!(err, Error::UnsupportedVersion { version: 6, .. }), "{err}");
         let msg = err.to_string();
-        assert!(msg.contains("unsupported format version 5") && msg.contains("this build reads 1 to 4"), "{msg}");
+        assert!(msg.contains("unsupported format version 6") && msg.contains("this build reads 1 to 5"), "{msg}");
         assert!(msg.contains(&path.display().to_string()), "{msg}");
+    }
+
+    /// Version 5 writes a long block's numeric columns in pco pages (PcoPaged), version 4 in one page:
+    /// any time range of the block reads the same rows from both, and what the data says; the paged
+    /// file costs a few bytes more; a version-4 reader (the file's version set back) refuses the pages.
+    #[test]
+    fn paged_columns_read_any_time_range_as_version_4() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = SegmentId { db: 1, table: 2, partition_start: 0, partition_ns: 1 << 40, generation: 1, gen_min: 1, tombstones_applied: 0 };
+        let n = BLOCK_ROWS_MAX;
+        let rows = sample(4, (0..n as i64).map(|i| 1000 + i * 10).collect());
+        let mut walk = Column::new(FieldType::Integer);
+        for k in 0..n {
+            walk.push_value(&Value::Integer(50 + (k * 7919 % 5) as i64 + k as i64 / 300));
+        }
+        let rows = SeriesRows { cols: vec![rows.cols[0].clone(), rows.cols[1].clone(), rows.cols[2].clone(), Some(walk)], ..rows };
+        let cols = [(1, FieldType::Float), (2, FieldType::Integer), (3, FieldType::String), (4, FieldType::Integer)];
+        let write = |version: u32| {
+            let mut w = SegmentWriter::create_version(&dir.path().join(format!("v{version}.seg")), id, version).unwrap();
+            w.add_series(&rows, &[1, 2, 3, 4]).unwrap();
+            w.finish().unwrap()
+        };
+        let (p4, p5) = (write(4), write(VERSION));
+        let (s4, s5) = (Segment::open(&p4).unwrap(), Segment::open(&p5).unwrap());
+        let b5 = s5.series_blocks(4).unwrap().get(0).unwrap().clone();
+        let codec_of = |s: &Segment, c: &ColMeta| codec::column_codecs(&s.read_chunk(&c.chunk).unwrap(), n).map(|c| c.1);
+        assert_eq!(codec_of(&s5, b5.col(4).unwrap()), Some(codec::Codec::PcoPaged), "the walk");
+        assert_eq!(codec_of(&s5, b5.col(1).unwrap()), Some(codec::Codec::PcoPaged), "k / 2 as floats");
+        let b4 = s4.series_blocks(4).unwrap().get(0).unwrap().clone();
+        assert_eq!(codec_of(&s4, b4.col(4).unwrap()), Some(codec::Codec::Pco));
+        let t = |row: usize| 1000 + row as i64 * 10;
+        for (lo, hi) in [(0, n - 1), (0, 0), (2047, 2048), (2048, 4095), (5000, 5359), (n - 1, n - 1), (100, 2 * n), (3000, 2999)] {
+            let (lo_t, hi_t) = (t(lo), t(hi));
+            let got = s5.read_block(&b5, lo_t, hi_t, &cols).unwrap();
+            assert_eq!(got, s4.read_block(&b4, lo_t, hi_t, &cols).unwrap(), "rows {lo}..={hi}");
+            let want: Vec<usize> = (lo..=hi.min(n - 1)).collect();
+            assert_eq!(got.ts, want.iter().map(|r| t(*r)).collect::<Vec<_>>());
+            let walk = got.cols[3].as_ref().unwrap();
+            assert!(want.iter().enumerate().all(|(j, r)| walk.get(j) == rows.cols[3].as_ref().unwrap().get(*r)));
+        }
+        let (l4, l5) = (std::fs::metadata(&p4).unwrap().len(), std::fs::metadata(&p5).unwrap().len());
+        assert!(l5 > l4 && l5 < l4 + l4 / 10, "paged {l5} bytes, one page {l4}");
+        set_version(&p5, &std::fs::read(&p5).unwrap(), 4);
+        let old = Segment::open(&p5).unwrap();
+        let err = old.read_block(&b5, t(0), t(10), &cols).unwrap_err().to_string();
+        assert!(err.contains("needs segment version 5 or newer, this file is version 4"), "{err}");
     }
 
     #[test]

@@ -40,16 +40,26 @@ pub enum FloatEncoding {
 }
 
 /// Appends the values section of `vals` (the non-null float values, in row order).
-pub(super) fn encode(vals: &[f64], how: FloatEncoding, delta: Delta, out: &mut Vec<u8>) {
+///
+/// `paged`: the pco candidate is written in pages ([`numeric::encode_paged`]).
+pub(super) fn encode(vals: &[f64], how: FloatEncoding, delta: Delta, paged: bool, out: &mut Vec<u8>) {
     let constant = vals.split_first().is_none_or(|(f, rest)| rest.iter().all(|v| v.to_bits() == f.to_bits()));
     if constant || how == FloatEncoding::Pco {
-        numeric::encode_with(vals, delta, out);
+        put_pco(vals, delta, paged, out);
         return;
     }
     match how {
         FloatEncoding::Alp => put_alp(vals, alp::choose_exponent(vals).0, out),
         FloatEncoding::Gorilla => put_gorilla(vals, out),
-        _ => encode_smallest(vals, delta, out),
+        _ => encode_smallest(vals, delta, paged, out),
+    }
+}
+
+fn put_pco(vals: &[f64], delta: Delta, paged: bool, out: &mut Vec<u8>) {
+    if paged {
+        numeric::encode_paged(vals, delta, out);
+    } else {
+        numeric::encode_with(vals, delta, out);
     }
 }
 
@@ -63,9 +73,9 @@ fn put_gorilla(vals: &[f64], out: &mut Vec<u8>) {
     gorilla::encode(vals, out);
 }
 
-fn encode_smallest(vals: &[f64], delta: Delta, out: &mut Vec<u8>) {
+fn encode_smallest(vals: &[f64], delta: Delta, paged: bool, out: &mut Vec<u8>) {
     let start = out.len();
-    numeric::encode_with(vals, delta, out);
+    put_pco(vals, delta, paged, out);
     let mut candidate = Vec::new();
     let (e, exceptions) = alp::choose_exponent(vals);
     if exceptions <= ALP_EXCEPTIONS_MAX {

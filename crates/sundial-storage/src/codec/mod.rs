@@ -71,6 +71,7 @@
 //! | 0x08 | StrDict   | string                   | `uvarint d`, `uvarint idx_len`, index section, byte block |
 //! | 0x09 | Alp       | float (segment version ≥ 3) | `e: u8`, exceptions, `i64` values section (see `alp.rs`) |
 //! | 0x0A | Gorilla   | float (segment version ≥ 3) | XOR bit stream of `m` values, to end (see `gorilla.rs`) |
+//! | 0x0B | PcoPaged  | integer, unsigned, float (segment version ≥ 5) | paged pco payload (below) of `m` values, to end |
 //!
 //! StrDict: `1 ≤ d ≤ m` distinct strings; the index section is `idx_len` bytes holding a values section
 //! of `m` u32 (Constant: one `u32`; Plain: `m × 4` bytes; Pco), each `< d`; the byte block, to end,
@@ -83,8 +84,17 @@
 //! header (format version), one chunk's metadata and one page of `count` numbers, nothing after (see
 //! the pco format spec). The number type is not stored: the column's [`FieldType`] decides it.
 //!
+//! Paged pco payload: `uvarint count` (must equal `m`), `uvarint page_rows` (256 ≤ page_rows ≤
+//! [`CODEC_ROWS_MAX`]; the writer uses 2048), pco's 2-byte header and one chunk's metadata, then
+//! `ceil(count / page_rows)` pages, each `uvarint len` and `len` bytes of one pco page of `page_rows`
+//! numbers (the last page: the rest), nothing after. A page decodes on its own given the chunk's
+//! metadata, so a reader wanting rows `a..b` decodes pages `a / page_rows` to `(b − 1) / page_rows`.
+//! The writer pages a block's numeric column (not a pack's, nor ALP's integers or a dictionary's
+//! indexes) when pco is chosen for more than `page_rows` values.
+//!
 //! Float columns pick per block the smallest of Pco/Plain, Alp and Gorilla (`float.rs`). Alp and
-//! Gorilla exist from segment version 3 on: [`decode_column_in`] refuses them in older files.
+//! Gorilla exist from segment version 3 on, PcoPaged from 5 on: [`decode_column_in`] refuses them in
+//! older files.
 //!
 //! # Bounds
 //!
@@ -177,6 +187,8 @@ pub enum Codec {
     Alp = 0x09,
     /// Floats: Gorilla XOR bit stream (segment version ≥ 3).
     Gorilla = 0x0A,
+    /// pco in pages that decode on their own (segment version ≥ 5): a block's numeric column.
+    PcoPaged = 0x0B,
 }
 
 impl Codec {
@@ -193,6 +205,7 @@ impl Codec {
             0x08 => Codec::StrDict,
             0x09 => Codec::Alp,
             0x0A => Codec::Gorilla,
+            0x0B => Codec::PcoPaged,
             _ => return None,
         })
     }
@@ -201,6 +214,7 @@ impl Codec {
     pub fn since_segment_version(self) -> u32 {
         match self {
             Codec::Alp | Codec::Gorilla => FLOAT_CODECS_SEGMENT_VERSION,
+            Codec::PcoPaged => PAGED_SEGMENT_VERSION,
             _ => 1,
         }
     }
@@ -239,6 +253,9 @@ impl ValidityCodec {
 /// The segment format version that introduced Alp and Gorilla.
 pub const FLOAT_CODECS_SEGMENT_VERSION: u32 = 3;
 
+/// The segment format version that introduced PcoPaged.
+pub const PAGED_SEGMENT_VERSION: u32 = 5;
+
 fn check_rows(n: usize) -> Result<()> {
     if n > CODEC_ROWS_MAX {
         return Err(CodecError::TooManyRows { n, max: CODEC_ROWS_MAX });
@@ -261,13 +278,24 @@ pub fn decode_timestamps(buf: &[u8], n: usize) -> Result<Vec<i64>> {
     Ok(ts)
 }
 
-/// Appends the encoding of `col` (validity, then the non-null values) to `out`; float columns use the
-/// writer's per-block choice ([`FloatEncoding::Auto`]).
+/// Appends the encoding of `col` (validity, then the non-null values) to `out` as the segment writer
+/// does for a block: float columns use the writer's per-block choice ([`FloatEncoding::Auto`]), and a
+/// numeric column stored by pco with more than one page of values is paged (PcoPaged), so that a read
+/// of a few rows ([`decode_column_rows`]) decodes only their pages.
 ///
 /// # Panics
 /// If `col.values.len() != col.validity.len()` (a malformed column is a bug of the caller).
 pub fn encode_column(col: &Column, out: &mut Vec<u8>) {
     encode_column_with(col, FloatEncoding::Auto, out);
+}
+
+/// Whether pco's values are written in pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Paging {
+    /// One page: packs (decoded whole, see the segment module) and segment versions before 5.
+    One,
+    /// Pages of `pcodec::PAGE_ROWS` (PcoPaged) when there is more than one.
+    Pages,
 }
 
 /// Whether pco searches for a delta encoding of a numeric column (its choices are stored in the chunk,
@@ -283,9 +311,10 @@ pub enum Delta {
     Off,
 }
 
-/// [`encode_column`] with pco's delta search as `delta` says.
+/// [`encode_column`] with pco's delta search as `delta` says and its values in one page (no
+/// PcoPaged): for a pack, which is decoded whole, and for segment versions before 5.
 pub fn encode_column_delta(col: &Column, delta: Delta, out: &mut Vec<u8>) {
-    encode_column_in(col, FloatEncoding::Auto, delta, out);
+    encode_column_in(col, FloatEncoding::Auto, delta, Paging::One, out);
 }
 
 /// [`encode_column`] with the float codec forced (benchmarks and tests); other types ignore `float`.
@@ -293,10 +322,10 @@ pub fn encode_column_delta(col: &Column, delta: Delta, out: &mut Vec<u8>) {
 /// # Panics
 /// As [`encode_column`].
 pub fn encode_column_with(col: &Column, float: FloatEncoding, out: &mut Vec<u8>) {
-    encode_column_in(col, float, Delta::Auto, out);
+    encode_column_in(col, float, Delta::Auto, Paging::Pages, out);
 }
 
-fn encode_column_in(col: &Column, float: FloatEncoding, delta: Delta, out: &mut Vec<u8>) {
+fn encode_column_in(col: &Column, float: FloatEncoding, delta: Delta, paging: Paging, out: &mut Vec<u8>) {
     let valid = &col.validity;
     assert_eq!(col.values.len(), valid.len(), "column values and validity differ in length");
     if let ColumnValues::String(v) = &col.values {
@@ -305,9 +334,11 @@ fn encode_column_in(col: &Column, float: FloatEncoding, delta: Delta, out: &mut 
     }
     validity::encode(valid, out);
     match &col.values {
+        ColumnValues::Integer(v) if paging == Paging::Pages => numeric::encode_paged(&gather(v, valid), delta, out),
         ColumnValues::Integer(v) => numeric::encode_with(&gather(v, valid), delta, out),
+        ColumnValues::UInteger(v) if paging == Paging::Pages => numeric::encode_paged(&gather(v, valid), delta, out),
         ColumnValues::UInteger(v) => numeric::encode_with(&gather(v, valid), delta, out),
-        ColumnValues::Float(v) => float::encode(&gather(v, valid), float, delta, out),
+        ColumnValues::Float(v) => float::encode(&gather(v, valid), float, delta, paging == Paging::Pages, out),
         ColumnValues::Boolean(v) => boolean::encode(&gather(v, valid), out),
         ColumnValues::String(_) => unreachable!("encoded above"),
     }
@@ -341,12 +372,7 @@ fn decode_column_capped(buf: &[u8], ty: FieldType, n: usize, segment_version: u3
     check_rows(n)?;
     let mut cur = Cursor::new(buf);
     let (validity, m) = validity::decode(&mut cur, n)?;
-    if let Some(codec) = cur.peek().and_then(Codec::from_u8) {
-        let needed = codec.since_segment_version();
-        if needed > segment_version {
-            return Err(CodecError::CodecTooNew { what: "column values", codec, needed, version: segment_version });
-        }
-    }
+    check_values_codec(&cur, segment_version)?;
     let values = match ty {
         FieldType::Integer => ColumnValues::Integer(spread(numeric::decode(&mut cur, m)?, &validity)),
         FieldType::UInteger => ColumnValues::UInteger(spread(numeric::decode(&mut cur, m)?, &validity)),
@@ -356,6 +382,51 @@ fn decode_column_capped(buf: &[u8], ty: FieldType, n: usize, segment_version: u3
     };
     cur.finish("column chunk")?;
     Ok(Column { values, validity })
+}
+
+/// Refuses a values codec newer than the segment's format (its writer could not have used it).
+fn check_values_codec(cur: &Cursor<'_>, segment_version: u32) -> Result<()> {
+    if let Some(codec) = cur.peek().and_then(Codec::from_u8) {
+        let needed = codec.since_segment_version();
+        if needed > segment_version {
+            return Err(CodecError::CodecTooNew { what: "column values", codec, needed, version: segment_version });
+        }
+    }
+    Ok(())
+}
+
+/// Rows `rows` (within `0..n`) of a field column chunk of type `ty` and `n` rows from a segment of
+/// format `segment_version`, and the chunk's number of non-null rows (for the reader's check against
+/// the block index). A numeric column without nulls stored as PcoPaged decodes only the pages holding
+/// `rows`; any other chunk is decoded whole and cut. Either way the whole chunk is checked for the
+/// structure [`decode_column_in`] checks, but the skipped pages' numbers are not decoded.
+pub fn decode_column_rows(
+    buf: &[u8],
+    ty: FieldType,
+    n: usize,
+    segment_version: u32,
+    rows: std::ops::Range<usize>,
+) -> Result<(Column, usize)> {
+    check_rows(n)?;
+    if rows.start > rows.end || rows.end > n {
+        return Err(CodecError::LengthMismatch { what: "rows asked of a column chunk", expected: n, actual: rows.end });
+    }
+    let mut cur = Cursor::new(buf);
+    let (_, m) = validity::decode(&mut cur, n)?;
+    check_values_codec(&cur, segment_version)?;
+    let numeric = matches!(ty, FieldType::Integer | FieldType::UInteger | FieldType::Float);
+    if m != n || !numeric || cur.peek() != Some(Codec::PcoPaged as u8) {
+        let c = decode_column_in(buf, ty, n, segment_version)?;
+        return Ok((if rows == (0..n) { c } else { c.slice(rows) }, m));
+    }
+    let k = rows.len();
+    let values = match ty {
+        FieldType::Integer => ColumnValues::Integer(numeric::decode_rows(&mut cur, m, rows)?),
+        FieldType::UInteger => ColumnValues::UInteger(numeric::decode_rows(&mut cur, m, rows)?),
+        _ => ColumnValues::Float(numeric::decode_rows(&mut cur, m, rows)?),
+    };
+    cur.finish("column chunk")?;
+    Ok((Column { values, validity: vec![true; k] }, m))
 }
 
 /// Decodes a field column chunk of type String and `n` rows whose non-null values hold at most

@@ -82,6 +82,17 @@ pub(super) fn encode<T: Word>(vals: &[T], out: &mut Vec<u8>) {
 
 /// [`encode`] with pco's delta search as `delta` says.
 pub(super) fn encode_with<T: Word>(vals: &[T], delta: Delta, out: &mut Vec<u8>) {
+    encode_in(vals, delta, false, out);
+}
+
+/// [`encode_with`], written as PcoPaged (pages of [`pcodec::PAGE_ROWS`]) when pco is chosen for more
+/// than one page of numbers: a block's field column, whose reader may want a few of its rows
+/// ([`decode_rows`]).
+pub(super) fn encode_paged<T: Word>(vals: &[T], delta: Delta, out: &mut Vec<u8>) {
+    encode_in(vals, delta, vals.len() > pcodec::PAGE_ROWS, out);
+}
+
+fn encode_in<T: Word>(vals: &[T], delta: Delta, paged: bool, out: &mut Vec<u8>) {
     match vals {
         [] => out.push(Codec::Empty as u8),
         [first, rest @ ..] if rest.iter().all(|v| v.to_bits() == first.to_bits()) => {
@@ -90,8 +101,14 @@ pub(super) fn encode_with<T: Word>(vals: &[T], delta: Delta, out: &mut Vec<u8>) 
         }
         _ => {
             let start = out.len();
-            out.push(Codec::Pco as u8);
-            if pcodec::compress(vals, delta, out) && out.len() - start - 1 < vals.len() * T::WIDTH {
+            let ok = if paged {
+                out.push(Codec::PcoPaged as u8);
+                pcodec::compress_paged(vals, delta, out)
+            } else {
+                out.push(Codec::Pco as u8);
+                pcodec::compress(vals, delta, out)
+            };
+            if ok && out.len() - start - 1 < vals.len() * T::WIDTH {
                 return;
             }
             out.truncate(start);
@@ -110,9 +127,26 @@ pub(super) fn decode<T: Word>(cur: &mut Cursor<'_>, m: usize) -> Result<Vec<T>> 
         Codec::Plain => get_plain(cur, m),
         Codec::Pco if m == 0 => Err(CodecError::Corrupt { what: "pco values section for zero values" }),
         Codec::Pco => pcodec::decompress(cur.rest(), m, T::WHAT),
+        Codec::PcoPaged => Ok(pcodec::decompress_pages(cur.rest(), m, 0..m, T::WHAT)?.0),
         codec @ (Codec::Alp | Codec::Gorilla) => T::decode_float(codec, cur, m),
         codec => Err(CodecError::WrongCodec { what: T::WHAT, codec }),
     }
+}
+
+/// Values `rows` (within `0..m`) of a values section of `m` numbers: of a PcoPaged section only the
+/// pages holding them are decoded; any other codec is decoded whole. The whole section is consumed
+/// (and its page lengths checked) either way.
+pub(super) fn decode_rows<T: Word>(cur: &mut Cursor<'_>, m: usize, rows: std::ops::Range<usize>) -> Result<Vec<T>> {
+    let (mut vals, first) = if cur.peek() == Some(Codec::PcoPaged as u8) {
+        cur.u8(T::WHAT)?;
+        pcodec::decompress_pages(cur.rest(), m, rows.clone(), T::WHAT)?
+    } else {
+        (decode(cur, m)?, 0)
+    };
+    // decompress_pages returns whole pages from `first`, which covers `rows`.
+    vals.truncate(rows.end - first);
+    vals.drain(..rows.start - first);
+    Ok(vals)
 }
 
 /// Appends each value's low `WIDTH` bytes, little-endian.
