@@ -626,7 +626,7 @@ impl Ctx<'_> {
             if open.as_ref().is_none_or(|(tags, _, _)| tags[..] != row[..n_tags]) {
                 let key = group_key(&row, &key_at);
                 if let Some((_, key, buckets)) = open.replace((row[..n_tags].to_vec(), key, Buckets::new())) {
-                    groups.entry(key).or_default().extend(buckets);
+                    add_buckets(&mut groups, key, buckets);
                 }
             }
             values.clear();
@@ -638,7 +638,7 @@ impl Ctx<'_> {
             }
         }
         if let Some((_, key, buckets)) = open {
-            groups.entry(key).or_default().extend(buckets);
+            add_buckets(&mut groups, key, buckets);
         }
         if groups.is_empty() {
             return Ok(Vec::new());
@@ -706,6 +706,17 @@ impl Ctx<'_> {
     }
 }
 
+/// Adds a group's buckets to `groups`: moved in whole when the group is new (the common case, rows
+/// arrive group by group), merged bucket by bucket when part of it came earlier.
+fn add_buckets<V>(groups: &mut BTreeMap<Vec<String>, BTreeMap<i64, V>>, key: Vec<String>, buckets: BTreeMap<i64, V>) {
+    match groups.entry(key) {
+        std::collections::btree_map::Entry::Vacant(e) => {
+            e.insert(buckets);
+        }
+        std::collections::btree_map::Entry::Occupied(mut e) => e.get_mut().extend(buckets),
+    }
+}
+
 /// A row's group key: the value of each grouped tag at its cell (`None`: a tag the measurement does not
 /// have); a missing or null tag is '', as InfluxDB has it.
 fn group_key(row: &[Cell], at: &[Option<usize>]) -> Vec<String> {
@@ -750,7 +761,15 @@ fn fill_buckets(
     counts: &[bool],
 ) -> Vec<Vec<Cell>> {
     let empty_row = vec![Cell::Null; width];
-    let cells: Vec<&Vec<Cell>> = times.iter().map(|t| buckets.get(t).map_or(&empty_row, |(c, _)| c)).collect();
+    // Both are in time order: one walk instead of a lookup per bucket.
+    let mut present = buckets.iter().peekable();
+    let cells: Vec<&Vec<Cell>> = times
+        .iter()
+        .map(|t| {
+            while present.next_if(|(k, _)| *k < t).is_some() {}
+            present.next_if(|(k, _)| *k == t).map_or(&empty_row, |(_, (c, _))| c)
+        })
+        .collect();
     let mut rows: Vec<Vec<Cell>> = Vec::with_capacity(times.len());
     let mut previous: Vec<Cell> = vec![Cell::Null; width];
     for (i, (&t, row)) in times.iter().zip(&cells).enumerate() {
@@ -773,7 +792,7 @@ fn fill_buckets(
                     Fill::Linear => linear(times, &cells, i, c),
                 }
             };
-            if !cell.is_null() {
+            if matches!(fill, Fill::Previous) && !cell.is_null() {
                 previous[c] = cell.clone();
             }
             out.push(v);
