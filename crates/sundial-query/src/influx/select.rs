@@ -632,7 +632,9 @@ impl Ctx<'_> {
             values.clear();
             values.extend(calls.iter().zip(&slots).map(|(c, &i)| c.value(&row[i..], single_selector)));
             let point_time = if single_selector { values[0].1 } else { None };
-            let cells: Vec<Cell> = outs.iter().map(|o| o.eval(&values)).collect();
+            // Room for the time that fill_buckets puts in front.
+            let mut cells: Vec<Cell> = Vec::with_capacity(outs.len() + 1);
+            cells.extend(outs.iter().map(|o| o.eval(&values)));
             if let Some((_, _, buckets)) = open.as_mut() {
                 buckets.insert(bucket, (cells, point_time));
             }
@@ -692,7 +694,7 @@ impl Ctx<'_> {
                 // Buckets without points have nothing to list: they are left out whatever fill() says.
                 times.iter().filter_map(|t| buckets.get(t).map(|(c, _)| multi_rows(&Cell::Time(*t), &c[0]))).flatten().collect()
             } else {
-                fill_buckets(&times, &buckets, self.fields.len(), fill, &counts)
+                fill_buckets(&times, buckets, self.fields.len(), fill, &counts)
             };
             if self.s.order_desc {
                 rows.reverse();
@@ -753,50 +755,62 @@ fn multi_rows(time: &Cell, values: &Cell) -> Vec<Vec<Cell>> {
 
 /// Every bucket of `times` for one series: present buckets as computed, empty ones (and empty cells)
 /// per `fill`. `counts[i]` marks `count()` columns, which read 0 where there was nothing to count.
+/// A present bucket's cells become its row (the time put in front), so a row costs no allocation but
+/// its own; `fill(linear)`, which reads the neighbours, goes through [`fill_linear`].
 fn fill_buckets(
     times: &[i64],
-    buckets: &BTreeMap<i64, (Vec<Cell>, Option<i64>)>,
+    buckets: BTreeMap<i64, (Vec<Cell>, Option<i64>)>,
     width: usize,
     fill: Fill,
     counts: &[bool],
 ) -> Vec<Vec<Cell>> {
-    let empty_row = vec![Cell::Null; width];
+    if matches!(fill, Fill::Linear) {
+        return fill_linear(times, &buckets, width);
+    }
+    let filler = |c: usize, previous: &[Cell]| match fill {
+        Fill::Null | Fill::None if counts[c] => Cell::Integer(0),
+        Fill::Null | Fill::None | Fill::Linear => Cell::Null,
+        Fill::Integer(v) => Cell::Integer(v),
+        Fill::Float(v) => Cell::Float(v),
+        Fill::Previous => previous[c].clone(),
+    };
     // Both are in time order: one walk instead of a lookup per bucket.
-    let mut present = buckets.iter().peekable();
-    let cells: Vec<&Vec<Cell>> = times
-        .iter()
-        .map(|t| {
-            while present.next_if(|(k, _)| *k < t).is_some() {}
-            present.next_if(|(k, _)| *k == t).map_or(&empty_row, |(_, (c, _))| c)
-        })
-        .collect();
+    let mut present = buckets.into_iter().peekable();
     let mut rows: Vec<Vec<Cell>> = Vec::with_capacity(times.len());
     let mut previous: Vec<Cell> = vec![Cell::Null; width];
-    for (i, (&t, row)) in times.iter().zip(&cells).enumerate() {
-        let all_empty = row.iter().all(Cell::is_null);
-        if all_empty && matches!(fill, Fill::None) {
+    for &t in times {
+        while present.next_if(|(k, _)| *k < t).is_some() {}
+        let mut row = match present.next_if(|(k, _)| *k == t) {
+            Some((_, (cells, _))) => cells,
+            None => Vec::with_capacity(width + 1),
+        };
+        row.resize(width, Cell::Null);
+        if matches!(fill, Fill::None) && row.iter().all(Cell::is_null) {
             continue;
         }
-        let mut out = Vec::with_capacity(width + 1);
-        out.push(Cell::Time(t));
-        for (c, cell) in row.iter().enumerate() {
-            let v = if !cell.is_null() {
-                cell.clone()
-            } else {
-                match fill {
-                    Fill::Null | Fill::None if counts[c] => Cell::Integer(0),
-                    Fill::Null | Fill::None => Cell::Null,
-                    Fill::Integer(v) => Cell::Integer(v),
-                    Fill::Float(v) => Cell::Float(v),
-                    Fill::Previous => previous[c].clone(),
-                    Fill::Linear => linear(times, &cells, i, c),
-                }
-            };
-            if matches!(fill, Fill::Previous) && !cell.is_null() {
+        for (c, cell) in row.iter_mut().enumerate() {
+            if cell.is_null() {
+                *cell = filler(c, &previous);
+            } else if matches!(fill, Fill::Previous) {
                 previous[c] = cell.clone();
             }
-            out.push(v);
         }
+        row.insert(0, Cell::Time(t));
+        rows.push(row);
+    }
+    rows
+}
+
+/// [`fill_buckets`] for `fill(linear)`: an empty cell is interpolated between the nearest buckets around
+/// it that have one.
+fn fill_linear(times: &[i64], buckets: &BTreeMap<i64, (Vec<Cell>, Option<i64>)>, width: usize) -> Vec<Vec<Cell>> {
+    let empty_row = vec![Cell::Null; width];
+    let cells: Vec<&Vec<Cell>> = times.iter().map(|t| buckets.get(t).map_or(&empty_row, |(c, _)| c)).collect();
+    let mut rows: Vec<Vec<Cell>> = Vec::with_capacity(times.len());
+    for (i, (&t, row)) in times.iter().zip(&cells).enumerate() {
+        let mut out = Vec::with_capacity(width + 1);
+        out.push(Cell::Time(t));
+        out.extend(row.iter().enumerate().map(|(c, cell)| if cell.is_null() { linear(times, &cells, i, c) } else { cell.clone() }));
         rows.push(out);
     }
     rows

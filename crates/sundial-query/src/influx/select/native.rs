@@ -992,9 +992,13 @@ fn rows(plan: &Plan, folded: Folded) -> Result<Vec<Vec<Cell>>, String> {
     }
     let nf = folded.template.len();
     let mut out = Vec::with_capacity(folded.keys.len());
+    // Cells after the group's: the bucket, the guard counts, each call's value (and time).
+    let width = 1 + if plan.global { nf } else { 1 } + plan.calls.len() * (1 + usize::from(plan.with_time));
     for (s, (g, bucket)) in folded.keys.iter().enumerate() {
         let accs = &folded.accs[s * nf..(s + 1) * nf];
-        let mut row = plan.groups[*g as usize].clone();
+        let group = &plan.groups[*g as usize];
+        let mut row = Vec::with_capacity(group.len() + width);
+        row.extend_from_slice(group);
         if plan.bucket.is_some() {
             row.push(Cell::Integer(*bucket));
         }
