@@ -8,6 +8,7 @@
 //! refuses those tags.
 
 use super::cursor::Cursor;
+use super::pcodec::Pages;
 use super::{Codec, CodecError, Delta, Result, alp, gorilla, pcodec};
 
 /// A number stored as its bit pattern: floats keep NaN payloads and the sign of zero exactly.
@@ -101,13 +102,9 @@ fn encode_in<T: Word>(vals: &[T], delta: Delta, paged: bool, out: &mut Vec<u8>) 
         }
         _ => {
             let start = out.len();
-            let ok = if paged {
-                out.push(Codec::PcoPaged as u8);
-                pcodec::compress_paged(vals, delta, out)
-            } else {
-                out.push(Codec::Pco as u8);
-                pcodec::compress(vals, delta, out)
-            };
+            let (tag, pages) = if paged { (Codec::PcoPaged, Pages::Paged) } else { (Codec::Pco, Pages::One) };
+            out.push(tag as u8);
+            let ok = pcodec::compress(vals, delta, pages, out);
             if ok && out.len() - start - 1 < vals.len() * T::WIDTH {
                 return;
             }

@@ -9,7 +9,7 @@
 //! count (a bookkeeping bug in the segment writer or reader) would decode to silently wrong values.
 //! It costs two bytes per block.
 //!
-//! A block's field column of more than [`PAGE_ROWS`] numbers is written *paged* ([`compress_paged`]):
+//! A block's field column of more than [`PAGE_ROWS`] numbers is written *paged* ([`Pages::Paged`]):
 //! one chunk (pco's bins and delta choice, shared) and pages of [`PAGE_ROWS`] numbers, each prefixed by
 //! its byte length. A pco page is decodable on its own given the chunk metadata, so a read of a few rows
 //! ([`decompress_pages`]) decodes only the pages holding them: an hour of a day-long block at 10 s
@@ -41,7 +41,7 @@ const PCO_LEVEL: usize = 8;
 ///   decode), and on jittered timestamps order 1 as well, so a fixed order would gain nothing.
 /// - Pages as the caller says: one holding all the numbers ([`compress`]: blocks are at most
 ///   `BLOCK_ROWS_MAX` rows, far below pco's 2¹⁸-per-page default) or pages of [`PAGE_ROWS`]
-///   ([`compress_paged`]).
+///   ([`Pages`]).
 ///
 /// [`Delta::Off`] replaces the delta search by "no delta" for numbers the caller knows are unrelated to
 /// their neighbours (see [`Delta`]).
@@ -58,27 +58,6 @@ fn config(pages: Vec<usize>, delta: Delta) -> ChunkConfig {
         .with_enable_8_bit(false)
 }
 
-/// Appends the pco payload of `nums` (non-empty) to `out`. Returns false, leaving `out` as it was, if
-/// pco refuses (it should not for our number types; the caller then stores the values plain).
-pub(super) fn compress<T: Number>(nums: &[T], delta: Delta, out: &mut Vec<u8>) -> bool {
-    let start = out.len();
-    let ok = !nums.is_empty() && try_compress(nums, delta, out).is_ok();
-    if !ok {
-        out.truncate(start);
-    }
-    ok
-}
-
-fn try_compress<T: Number>(nums: &[T], delta: Delta, out: &mut Vec<u8>) -> pco::errors::PcoResult<()> {
-    put_uvarint(out, nums.len() as u64);
-    let fc = FileCompressor::default();
-    fc.write_header(&mut *out)?;
-    let mut cc = fc.chunk_compressor(nums, &config(vec![nums.len()], delta))?;
-    cc.write_meta(&mut *out)?;
-    cc.write_page(0, &mut *out)?;
-    Ok(())
-}
-
 /// Numbers per page of a paged payload. A size in rows, not time: 2048 rows are 5.7 hours at 10 s
 /// intervals, 34 minutes at 1 s. Smaller pages cost more bytes (see the module doc); larger ones decode
 /// more than a short range needs.
@@ -88,35 +67,49 @@ pub(super) const PAGE_ROWS: usize = 2048;
 /// `CODEC_ROWS_MAX / PAGE_ROWS_MIN` length prefixes to walk) whatever a corrupt header says.
 const PAGE_ROWS_MIN: usize = 256;
 
-/// The sizes of the pages of `n` numbers: full pages of `page_rows`, then the remainder.
-fn page_sizes(n: usize, page_rows: usize) -> Vec<usize> {
-    let mut sizes = vec![page_rows; n / page_rows];
-    if n % page_rows != 0 {
-        sizes.push(n % page_rows);
-    }
-    sizes
+/// How [`compress`] lays out the numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Pages {
+    /// A pco payload: one page of all the numbers.
+    One,
+    /// A paged pco payload: `uvarint count`, `uvarint page_rows` ([`PAGE_ROWS`]), pco's header and chunk
+    /// metadata, then per page `uvarint len` and its `len` bytes.
+    Paged,
 }
 
-/// [`compress`] in pages of [`PAGE_ROWS`]: `uvarint count`, `uvarint page_rows`, pco's header and
-/// chunk metadata, then per page `uvarint len` and its `len` bytes.
-pub(super) fn compress_paged<T: Number>(nums: &[T], delta: Delta, out: &mut Vec<u8>) -> bool {
+/// Appends the pco payload of `nums` (non-empty) to `out`, in pages as `pages` says. Returns false,
+/// leaving `out` as it was, if pco refuses (it should not for our number types; the caller then stores
+/// the values plain).
+pub(super) fn compress<T: Number>(nums: &[T], delta: Delta, pages: Pages, out: &mut Vec<u8>) -> bool {
     let start = out.len();
-    let ok = !nums.is_empty() && try_compress_paged(nums, delta, out).is_ok();
+    let ok = !nums.is_empty() && try_compress(nums, delta, pages, out).is_ok();
     if !ok {
         out.truncate(start);
     }
     ok
 }
 
-fn try_compress_paged<T: Number>(nums: &[T], delta: Delta, out: &mut Vec<u8>) -> pco::errors::PcoResult<()> {
+fn try_compress<T: Number>(nums: &[T], delta: Delta, pages: Pages, out: &mut Vec<u8>) -> pco::errors::PcoResult<()> {
     put_uvarint(out, nums.len() as u64);
-    put_uvarint(out, PAGE_ROWS as u64);
+    let sizes = match pages {
+        Pages::One => vec![nums.len()],
+        Pages::Paged => {
+            put_uvarint(out, PAGE_ROWS as u64);
+            let mut sizes = vec![PAGE_ROWS; nums.len() / PAGE_ROWS];
+            if !nums.len().is_multiple_of(PAGE_ROWS) {
+                sizes.push(nums.len() % PAGE_ROWS);
+            }
+            sizes
+        }
+    };
+    let n_pages = sizes.len();
     let fc = FileCompressor::default();
     fc.write_header(&mut *out)?;
-    let sizes = page_sizes(nums.len(), PAGE_ROWS);
-    let n_pages = sizes.len();
     let mut cc = fc.chunk_compressor(nums, &config(sizes, delta))?;
     cc.write_meta(&mut *out)?;
+    if pages == Pages::One {
+        return cc.write_page(0, &mut *out).map(|_| ());
+    }
     let mut page = Vec::new();
     for i in 0..n_pages {
         page.clear();
@@ -253,7 +246,7 @@ mod tests {
 
     fn round_trip<T: Number>(nums: &[T]) -> Vec<u8> {
         let mut out = Vec::new();
-        assert!(compress(nums, Delta::Auto, &mut out));
+        assert!(compress(nums, Delta::Auto, Pages::One, &mut out));
         assert_eq!(decompress::<T>(&out, nums.len(), "t").unwrap(), nums);
         out
     }
@@ -271,12 +264,12 @@ mod tests {
         assert!(decompress::<i64>(&longer, 1000, "t").is_err());
         let floats = [f64::NAN, f64::from_bits(0xfff0_0000_0000_0001), -0.0, f64::INFINITY, 1.5];
         let mut out = Vec::new();
-        assert!(compress(&floats, Delta::Auto, &mut out));
+        assert!(compress(&floats, Delta::Auto, Pages::One, &mut out));
         let got = decompress::<f64>(&out, floats.len(), "t").unwrap();
         assert_eq!(got.iter().map(|f| f.to_bits()).collect::<Vec<_>>(), floats.map(f64::to_bits));
         round_trip(&[u32::MAX, 0, 7]);
         let mut out = Vec::new();
-        assert!(!compress::<i64>(&[], Delta::Auto, &mut out));
+        assert!(!compress::<i64>(&[], Delta::Auto, Pages::One, &mut out));
         assert!(out.is_empty());
     }
 
