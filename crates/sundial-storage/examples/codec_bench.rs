@@ -77,13 +77,13 @@ fn bench_column(name: &str, col: &Column) {
 /// A block written in pco pages (what the segment writer does) against one page (a pack's encoding,
 /// and segment versions before 5): bytes, and the decode time of one hour (360 rows) from its middle,
 /// which the paged block decodes page by page.
-fn bench_hour_of_a_day(col: &Column) {
+fn bench_hour_of_a_day(what: &str, col: &Column) {
     let (ty, n) = (col.field_type(), col.len());
     let hour = n / 2..n / 2 + 360;
     let (mut paged, mut one) = (Vec::new(), Vec::new());
     encode_column(col, &mut paged);
     encode_column_delta(col, Delta::Auto, &mut one);
-    for (name, buf) in [("int walk, one page: 1 h of 24", &one), ("int walk, pages: 1 h of 24", &paged)] {
+    for (name, buf) in [(format!("{what}, one page: 1 h of 24"), &one), (format!("{what}, pages: 1 h of 24"), &paged)] {
         assert_eq!(decode_column_rows(buf, ty, n, u32::MAX, hour.clone()).unwrap().0, col.slice(hour.clone()));
         let per_call = time_per_call(|| {
             black_box(decode_column_rows(black_box(buf), ty, n, u32::MAX, hour.clone()).unwrap());
@@ -170,7 +170,7 @@ fn main() {
         delta_entropy_bits(&walk) / 8.0
     );
     bench_column("int walk (TSBS cpu field)", &full(ColumnValues::Integer(walk.clone())));
-    bench_hour_of_a_day(&full(ColumnValues::Integer(walk.clone())));
+    bench_hour_of_a_day("int walk", &full(ColumnValues::Integer(walk.clone())));
     let mut sum = 0usize;
     let mut buf = Vec::new();
     for _ in 0..100 {
@@ -195,6 +195,7 @@ fn main() {
         }
     }
     bench_column("int walk, 10% nulls", &with_nulls);
+    bench_hour_of_a_day("10% nulls", &with_nulls);
     bench_column("uint walk", &full(ColumnValues::UInteger(walk.iter().map(|v| *v as u64).collect())));
     bench_column("int constant", &full(ColumnValues::Integer(vec![7; ROWS])));
     let counter: Vec<i64> = walk

@@ -88,7 +88,8 @@
 //! [`CODEC_ROWS_MAX`]; the writer uses 2048), pco's 2-byte header and one chunk's metadata, then
 //! `ceil(count / page_rows)` pages, each `uvarint len` and `len` bytes of one pco page of `page_rows`
 //! numbers (the last page: the rest), nothing after. A page decodes on its own given the chunk's
-//! metadata, so a reader wanting rows `a..b` decodes pages `a / page_rows` to `(b − 1) / page_rows`.
+//! metadata, so a reader wanting values `a..b` (the non-null values of the rows it reads) decodes pages
+//! `a / page_rows` to `(b − 1) / page_rows`.
 //! The writer pages a block's numeric column (not a pack's, nor ALP's integers or a dictionary's
 //! indexes) when pco is chosen for more than `page_rows` values.
 //!
@@ -397,9 +398,9 @@ fn check_values_codec(cur: &Cursor<'_>, segment_version: u32) -> Result<()> {
 
 /// Rows `rows` (within `0..n`) of a field column chunk of type `ty` and `n` rows from a segment of
 /// format `segment_version`, and the chunk's number of non-null rows (for the reader's check against
-/// the block index). A numeric column without nulls stored as PcoPaged decodes only the pages holding
-/// `rows`; any other chunk is decoded whole and cut. Either way the whole chunk is checked for the
-/// structure [`decode_column_in`] checks, but the skipped pages' numbers are not decoded.
+/// the block index). A numeric column stored as PcoPaged decodes only the pages holding the values of
+/// `rows` (its non-null ones); any other chunk is decoded whole and cut. Either way the whole chunk is
+/// checked for the structure [`decode_column_in`] checks, but the skipped pages' numbers are not decoded.
 pub fn decode_column_rows(
     buf: &[u8],
     ty: FieldType,
@@ -412,21 +413,25 @@ pub fn decode_column_rows(
         return Err(CodecError::LengthMismatch { what: "rows asked of a column chunk", expected: n, actual: rows.end });
     }
     let mut cur = Cursor::new(buf);
-    let (_, m) = validity::decode(&mut cur, n)?;
+    let (validity, m) = validity::decode(&mut cur, n)?;
     check_values_codec(&cur, segment_version)?;
     let numeric = matches!(ty, FieldType::Integer | FieldType::UInteger | FieldType::Float);
-    if m != n || !numeric || cur.peek() != Some(Codec::PcoPaged as u8) {
+    if !numeric || cur.peek() != Some(Codec::PcoPaged as u8) {
         let c = decode_column_in(buf, ty, n, segment_version)?;
         return Ok((if rows == (0..n) { c } else { c.slice(rows) }, m));
     }
-    let k = rows.len();
+    // The values section holds only the valid rows' values: those of `rows` are the ones after the
+    // valid rows before it.
+    let window = &validity[rows.clone()];
+    let first = validity[..rows.start].iter().filter(|v| **v).count();
+    let values = first..first + window.iter().filter(|v| **v).count();
     let values = match ty {
-        FieldType::Integer => ColumnValues::Integer(numeric::decode_rows(&mut cur, m, rows)?),
-        FieldType::UInteger => ColumnValues::UInteger(numeric::decode_rows(&mut cur, m, rows)?),
-        _ => ColumnValues::Float(numeric::decode_rows(&mut cur, m, rows)?),
+        FieldType::Integer => ColumnValues::Integer(spread(numeric::decode_rows(&mut cur, m, values)?, window)),
+        FieldType::UInteger => ColumnValues::UInteger(spread(numeric::decode_rows(&mut cur, m, values)?, window)),
+        _ => ColumnValues::Float(spread(numeric::decode_rows(&mut cur, m, values)?, window)),
     };
     cur.finish("column chunk")?;
-    Ok((Column { values, validity: vec![true; k] }, m))
+    Ok((Column { values, validity: window.to_vec() }, m))
 }
 
 /// Decodes a field column chunk of type String and `n` rows whose non-null values hold at most

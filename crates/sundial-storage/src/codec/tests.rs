@@ -531,8 +531,8 @@ proptest! {
     }
 }
 
-/// Columns longer than a pco page: integer, unsigned and float walks without nulls (paged, and read by
-/// row range page by page), and an integer walk with nulls (paged, read whole and cut).
+/// Columns longer than a pco page, read by row range page by page: integer, unsigned and float walks
+/// without nulls, and an integer walk with nulls (its values section holds only the valid rows').
 fn paged_columns(n: usize) -> Vec<(Column, FloatEncoding)> {
     let walk: Vec<i64> = (0..n).map(|i| 50 + (i * 7919 % 13) as i64 - 6 + i as i64 / 97).collect();
     let some = |f: fn(i64) -> Value| walk.iter().map(|v| Some(f(*v))).collect::<Vec<_>>();
