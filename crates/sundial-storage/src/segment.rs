@@ -2012,6 +2012,7 @@ mod tests {
         let codec_of = |s: &Segment, c: &ColMeta| codec::column_codecs(&s.read_chunk(&c.chunk).unwrap(), n).map(|c| c.1);
         assert_eq!(codec_of(&s5, b5.col(4).unwrap()), Some(codec::Codec::PcoPaged), "the walk");
         assert_eq!(codec_of(&s5, b5.col(1).unwrap()), Some(codec::Codec::PcoPaged), "k / 2 as floats");
+        assert_eq!(codec_of(&s5, b5.col(2).unwrap()), Some(codec::Codec::PcoPaged), "integers, every third null");
         let b4 = s4.series_blocks(4).unwrap().get(0).unwrap().clone();
         assert_eq!(codec_of(&s4, b4.col(4).unwrap()), Some(codec::Codec::Pco));
         let t = |row: usize| 1000 + row as i64 * 10;
