@@ -1609,11 +1609,7 @@ impl Segment {
         }
         let corrupt = |offset: u64, what: String| Error::Corrupt { path: self.path.clone(), offset, what };
         let n = b.n_rows as usize;
-        let ts = codec::decode_timestamps(&self.read_chunk(&b.ts_chunk)?, n)
-            .map_err(|e| corrupt(b.ts_chunk.offset, format!("timestamps: {e}")))?;
-        self.check_block_ts(b, &ts, "decoded timestamps")?;
-        let start = ts.partition_point(|t| *t < ts_min);
-        let end = ts.partition_point(|t| *t <= ts_max);
+        let (ts, start, end) = self.block_ts(b, ts_min, ts_max)?;
         let mut out = Vec::with_capacity(cols.len());
         for (col, m) in cols.iter().map(|c| c.0).zip(self.stored_cols(b, cols)?) {
             let Some(m) = m else {
@@ -1628,8 +1624,40 @@ impl Segment {
             }
             out.push(Some(c));
         }
-        let ts = if start == 0 && end == n { ts } else { ts[start..end].to_vec() };
         Ok(SeriesRows { series: b.series, ts, cols: out })
+    }
+
+    /// The timestamps of block `b` (not packed) in `[ts_min, ts_max]`, and the rows `start..end` they
+    /// are. A regular block (ConstDelta: first timestamp and step) is not decoded: its rows in range
+    /// are computed, and only theirs made. Either way the block's timestamps are checked against its
+    /// index entry (count, first, last, strictly increasing).
+    fn block_ts(&self, b: &BlockMeta, ts_min: i64, ts_max: i64) -> Result<(Vec<i64>, usize, usize)> {
+        let n = b.n_rows as usize;
+        let chunk = self.read_chunk(&b.ts_chunk)?;
+        if let Some((first, step)) = codec::timestamps_const_delta(&chunk, n) {
+            // i128: `first + (n − 1)·step` of a corrupt chunk may overflow i64.
+            let at = |i: usize| i128::from(first) + i as i128 * i128::from(step);
+            if first != b.ts_min || at(n - 1) != i128::from(b.ts_max) || (n > 1 && step <= 0) {
+                let what = "decoded timestamps disagree with the block index".to_string();
+                return Err(Error::Corrupt { path: self.path.clone(), offset: b.ts_chunk.offset, what });
+            }
+            // Rows before `t`: those with `first + i·step < t`, i.e. ⌈(t − first) / step⌉ of them.
+            let before = |t: i128| match t - i128::from(first) {
+                d if d <= 0 => 0,
+                _ if n == 1 => 1,
+                d => ((d + i128::from(step) - 1) / i128::from(step)).min(n as i128) as usize,
+            };
+            let (start, end) = (before(i128::from(ts_min)), before(i128::from(ts_max) + 1));
+            let end = end.max(start);
+            return Ok(((start..end).map(|i| at(i) as i64).collect(), start, end));
+        }
+        let ts = codec::decode_timestamps(&chunk, n)
+            .map_err(|e| Error::Corrupt { path: self.path.clone(), offset: b.ts_chunk.offset, what: format!("timestamps: {e}") })?;
+        self.check_block_ts(b, &ts, "decoded timestamps")?;
+        let start = ts.partition_point(|t| *t < ts_min);
+        let end = ts.partition_point(|t| *t <= ts_max).max(start);
+        let ts = if start == 0 && end == n { ts } else { ts[start..end].to_vec() };
+        Ok((ts, start, end))
     }
 
     /// The stored column of `b` for each requested `(column, catalog type)`, `None` where `b` has no
@@ -2016,12 +2044,18 @@ mod tests {
         let b4 = s4.series_blocks(4).unwrap().get(0).unwrap().clone();
         assert_eq!(codec_of(&s4, b4.col(4).unwrap()), Some(codec::Codec::Pco));
         let t = |row: usize| 1000 + row as i64 * 10;
-        for (lo, hi) in [(0, n - 1), (0, 0), (2047, 2048), (2048, 4095), (5000, 5359), (n - 1, n - 1), (100, 2 * n), (3000, 2999)] {
-            let (lo_t, hi_t) = (t(lo), t(hi));
+        // Row bounds, and times between rows or outside the block (the timestamps are regular, so their
+        // rows in range are computed rather than decoded: checked against the rows' own times).
+        let mut ranges: Vec<(i64, i64)> = [(0, n - 1), (0, 0), (2047, 2048), (2048, 4095), (5000, 5359), (n - 1, n - 1), (100, 2 * n), (3000, 2999)]
+            .iter()
+            .map(|(lo, hi)| (t(*lo), t(*hi)))
+            .collect();
+        ranges.extend([(i64::MIN, i64::MAX), (i64::MIN, 999), (i64::MIN, 1000), (1001, 1009), (1001, 1010), (995, 1025), (t(n - 1), i64::MAX), (t(n - 1) + 1, i64::MAX)]);
+        for (lo_t, hi_t) in ranges {
             let got = s5.read_block(&b5, lo_t, hi_t, &cols).unwrap();
-            assert_eq!(got, s4.read_block(&b4, lo_t, hi_t, &cols).unwrap(), "rows {lo}..={hi}");
-            let want: Vec<usize> = (lo..=hi.min(n - 1)).collect();
-            assert_eq!(got.ts, want.iter().map(|r| t(*r)).collect::<Vec<_>>());
+            assert_eq!(got, s4.read_block(&b4, lo_t, hi_t, &cols).unwrap(), "times {lo_t}..={hi_t}");
+            let want: Vec<usize> = (0..n).filter(|r| lo_t <= t(*r) && t(*r) <= hi_t).collect();
+            assert_eq!(got.ts, want.iter().map(|r| t(*r)).collect::<Vec<_>>(), "times {lo_t}..={hi_t}");
             let walk = got.cols[3].as_ref().unwrap();
             assert!(want.iter().enumerate().all(|(j, r)| walk.get(j) == rows.cols[3].as_ref().unwrap().get(*r)));
         }
@@ -2031,6 +2065,11 @@ mod tests {
         let old = Segment::open(&p5).unwrap();
         let err = old.read_block(&b5, t(0), t(10), &cols).unwrap_err().to_string();
         assert!(err.contains("needs segment version 5 or newer, this file is version 4"), "{err}");
+        // A block index entry that disagrees with its regular timestamps is corrupt, not read.
+        for bad in [BlockMeta { ts_max: b5.ts_max + 1, ..b5.clone() }, BlockMeta { ts_min: b5.ts_min - 10, ..b5.clone() }, BlockMeta { n_rows: b5.n_rows - 1, ..b5.clone() }] {
+            let err = s5.read_block(&bad, i64::MIN, i64::MAX, &cols).unwrap_err().to_string();
+            assert!(err.contains("disagree with the block index"), "{err}");
+        }
     }
 
     #[test]

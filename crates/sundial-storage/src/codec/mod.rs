@@ -279,6 +279,17 @@ pub fn decode_timestamps(buf: &[u8], n: usize) -> Result<Vec<i64>> {
     Ok(ts)
 }
 
+/// The first timestamp and the step of a ConstDelta timestamp chunk of `n ≥ 1` rows, `None` for any
+/// other chunk (or a malformed one, which [`decode_timestamps`] then reports): a reader wanting a few
+/// rows of a regular block computes their positions and timestamps instead of decoding all `n`.
+pub fn timestamps_const_delta(buf: &[u8], n: usize) -> Option<(i64, i64)> {
+    let (&tag, rest) = buf.split_first()?;
+    if n == 0 || tag != Codec::ConstDelta as u8 || rest.len() != 16 {
+        return None;
+    }
+    Some((i64::from_le_bytes(rest[..8].try_into().ok()?), i64::from_le_bytes(rest[8..].try_into().ok()?)))
+}
+
 /// Appends the encoding of `col` (validity, then the non-null values) to `out` as the segment writer
 /// does for a block: float columns use the writer's per-block choice ([`FloatEncoding::Auto`]), and a
 /// numeric column stored by pco with more than one page of values is paged (PcoPaged), so that a read
