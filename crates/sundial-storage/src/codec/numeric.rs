@@ -124,7 +124,7 @@ pub(super) fn decode<T: Word>(cur: &mut Cursor<'_>, m: usize) -> Result<Vec<T>> 
         Codec::Plain => get_plain(cur, m),
         Codec::Pco if m == 0 => Err(CodecError::Corrupt { what: "pco values section for zero values" }),
         Codec::Pco => pcodec::decompress(cur.rest(), m, T::WHAT),
-        Codec::PcoPaged => Ok(pcodec::decompress_pages(cur.rest(), m, 0..m, T::WHAT)?.0),
+        Codec::PcoPaged => pcodec::decompress_pages(cur.rest(), m, 0..m, T::WHAT),
         codec @ (Codec::Alp | Codec::Gorilla) => T::decode_float(codec, cur, m),
         codec => Err(CodecError::WrongCodec { what: T::WHAT, codec }),
     }
@@ -134,15 +134,13 @@ pub(super) fn decode<T: Word>(cur: &mut Cursor<'_>, m: usize) -> Result<Vec<T>> 
 /// pages holding them are decoded; any other codec is decoded whole. The whole section is consumed
 /// (and its page lengths checked) either way.
 pub(super) fn decode_rows<T: Word>(cur: &mut Cursor<'_>, m: usize, rows: std::ops::Range<usize>) -> Result<Vec<T>> {
-    let (mut vals, first) = if cur.peek() == Some(Codec::PcoPaged as u8) {
+    if cur.peek() == Some(Codec::PcoPaged as u8) {
         cur.u8(T::WHAT)?;
-        pcodec::decompress_pages(cur.rest(), m, rows.clone(), T::WHAT)?
-    } else {
-        (decode(cur, m)?, 0)
-    };
-    // decompress_pages returns whole pages from `first`, which covers `rows`.
-    vals.truncate(rows.end - first);
-    vals.drain(..rows.start - first);
+        return pcodec::decompress_pages(cur.rest(), m, rows, T::WHAT);
+    }
+    let mut vals = decode(cur, m)?;
+    vals.truncate(rows.end);
+    vals.drain(..rows.start);
     Ok(vals)
 }
 

@@ -120,10 +120,16 @@ fn try_compress<T: Number>(nums: &[T], delta: Delta, pages: Pages, out: &mut Vec
     Ok(())
 }
 
-/// Decodes, of a paged payload of exactly `m` numbers that fills `buf`, the pages holding `rows`
-/// (within `0..m`): returns their numbers and the index of the first. Every page's length is walked,
-/// so a payload whose pages do not add up is refused whichever pages are decoded.
-pub(super) fn decompress_pages<T: Number>(buf: &[u8], m: usize, rows: std::ops::Range<usize>, what: &'static str) -> Result<(Vec<T>, usize)> {
+/// pco decodes a page in batches of this many numbers; a read that stops inside a page must end on a
+/// batch boundary (pco 1.x's `PageDecompressor::read`).
+const PCO_BATCH: usize = 256;
+
+/// Numbers `rows` (within `0..m`) of a paged payload of exactly `m` numbers that fills `buf`. Only the
+/// pages holding them are decoded, and of the last one only up to the batch holding `rows.end`; a
+/// page wholly inside `rows` decodes straight into the result. Every page's length is walked, so a
+/// payload whose pages do not tile it is refused whatever is decoded; a page read to its end must end
+/// exactly there.
+pub(super) fn decompress_pages<T: Number>(buf: &[u8], m: usize, rows: std::ops::Range<usize>, what: &'static str) -> Result<Vec<T>> {
     let err = |e: PcoError| CodecError::Pco { what, message: e.to_string() };
     let mut cur = Cursor::new(buf);
     let count = cur.uvarint(what)?;
@@ -145,29 +151,41 @@ pub(super) fn decompress_pages<T: Number>(buf: &[u8], m: usize, rows: std::ops::
     let (mut cd, rest) = fd.chunk_decompressor::<T, &[u8]>(rest).map_err(err)?;
     check_lookback(cd.meta(), m, what)?;
     let mut pages = Cursor::new(rest);
-    let (first, last) = (rows.start / page_rows, rows.end.div_ceil(page_rows));
-    let decoded = (last * page_rows).min(m).saturating_sub(first * page_rows);
-    let mut dst = vec![T::default(); decoded];
-    let mut at = 0;
+    let mut out: Vec<T> = Vec::with_capacity(rows.len());
+    let mut scratch: Vec<T> = Vec::new();
     for p in 0..m.div_ceil(page_rows) {
         let len = pages.len(buf.len(), "pco page length")?;
         let page = pages.take(len, "pco page")?;
-        if p < first || p >= last {
+        let (start, k) = (p * page_rows, page_rows.min(m - p * page_rows));
+        if rows.end <= start || start + k <= rows.start {
             continue;
         }
-        let k = page_rows.min(m - p * page_rows);
+        // The numbers wanted of this page: `lo..hi` of its `k`.
+        let (lo, hi) = (rows.start.max(start) - start, rows.end.min(start + k) - start);
+        let n_read = if lo == 0 && hi == k { k } else { hi.next_multiple_of(PCO_BATCH).min(k) };
         let mut pd = cd.page_decompressor(page, k).map_err(err)?;
-        let progress = pd.read(&mut dst[at..at + k]).map_err(err)?;
-        if progress.n_processed != k || !progress.finished {
-            return Err(CodecError::LengthMismatch { what, expected: k, actual: progress.n_processed });
+        let dst = if n_read == hi - lo {
+            let at = out.len();
+            out.resize(at + n_read, T::default());
+            &mut out[at..]
+        } else {
+            scratch.clear();
+            scratch.resize(n_read, T::default());
+            &mut scratch[..]
+        };
+        let progress = pd.read(dst).map_err(err)?;
+        if progress.n_processed != n_read || (n_read == k && !progress.finished) {
+            return Err(CodecError::LengthMismatch { what, expected: n_read, actual: progress.n_processed });
         }
-        if !pd.into_src().is_empty() {
+        if n_read == k && !pd.into_src().is_empty() {
             return Err(CodecError::Corrupt { what: "pco page (bytes after its numbers)" });
         }
-        at += k;
+        if n_read != hi - lo {
+            out.extend_from_slice(&scratch[lo..hi]);
+        }
     }
     pages.finish("pco pages")?;
-    Ok((dst, if decoded == 0 { rows.start } else { first * page_rows }))
+    Ok(out)
 }
 
 /// Decodes a pco payload of exactly `m` numbers that fills `buf`.
