@@ -18,6 +18,7 @@
 //!
 //! Ties go to the earlier candidate, and pco/ALP decode faster than Gorilla.
 
+use super::pcodec::Pages;
 use super::{Codec, Delta, alp, gorilla, numeric};
 
 /// ALP is tried when the sample estimates at most this fraction of exceptions: beyond it, 8 bytes per
@@ -41,25 +42,17 @@ pub enum FloatEncoding {
 
 /// Appends the values section of `vals` (the non-null float values, in row order).
 ///
-/// `paged`: the pco candidate is written in pages ([`numeric::encode_paged`]).
-pub(super) fn encode(vals: &[f64], how: FloatEncoding, delta: Delta, paged: bool, out: &mut Vec<u8>) {
+/// `pages`: how the pco candidate is written ([`numeric::encode_with`]).
+pub(super) fn encode(vals: &[f64], how: FloatEncoding, delta: Delta, pages: Pages, out: &mut Vec<u8>) {
     let constant = vals.split_first().is_none_or(|(f, rest)| rest.iter().all(|v| v.to_bits() == f.to_bits()));
     if constant || how == FloatEncoding::Pco {
-        put_pco(vals, delta, paged, out);
+        numeric::encode_with(vals, delta, pages, out);
         return;
     }
     match how {
         FloatEncoding::Alp => put_alp(vals, alp::choose_exponent(vals).0, out),
         FloatEncoding::Gorilla => put_gorilla(vals, out),
-        _ => encode_smallest(vals, delta, paged, out),
-    }
-}
-
-fn put_pco(vals: &[f64], delta: Delta, paged: bool, out: &mut Vec<u8>) {
-    if paged {
-        numeric::encode_paged(vals, delta, out);
-    } else {
-        numeric::encode_with(vals, delta, out);
+        _ => encode_smallest(vals, delta, pages, out),
     }
 }
 
@@ -73,9 +66,9 @@ fn put_gorilla(vals: &[f64], out: &mut Vec<u8>) {
     gorilla::encode(vals, out);
 }
 
-fn encode_smallest(vals: &[f64], delta: Delta, paged: bool, out: &mut Vec<u8>) {
+fn encode_smallest(vals: &[f64], delta: Delta, pages: Pages, out: &mut Vec<u8>) {
     let start = out.len();
-    put_pco(vals, delta, paged, out);
+    numeric::encode_with(vals, delta, pages, out);
     let mut candidate = Vec::new();
     let (e, exceptions) = alp::choose_exponent(vals);
     if exceptions <= ALP_EXCEPTIONS_MAX {

@@ -124,6 +124,7 @@ pub use crate::limits::CODEC_ROWS_MAX;
 pub use float::FloatEncoding;
 use crate::types::{Column, ColumnValues, FieldType};
 use cursor::Cursor;
+use pcodec::Pages;
 
 /// Why a chunk could not be decoded. Messages name the part of the chunk that was wrong; the segment
 /// reader adds the file and offset.
@@ -301,14 +302,6 @@ pub fn encode_column(col: &Column, out: &mut Vec<u8>) {
     encode_column_with(col, FloatEncoding::Auto, out);
 }
 
-/// Whether pco's values are written in pages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Paging {
-    /// One page: packs (decoded whole, see the segment module) and segment versions before 5.
-    One,
-    /// Pages of `pcodec::PAGE_ROWS` (PcoPaged) when there is more than one.
-    Pages,
-}
 
 /// Whether pco searches for a delta encoding of a numeric column (its choices are stored in the chunk,
 /// so this changes what the writer spends, never what a reader must know).
@@ -326,7 +319,7 @@ pub enum Delta {
 /// [`encode_column`] with pco's delta search as `delta` says and its values in one page (no
 /// PcoPaged): for a pack, which is decoded whole, and for segment versions before 5.
 pub fn encode_column_delta(col: &Column, delta: Delta, out: &mut Vec<u8>) {
-    encode_column_in(col, FloatEncoding::Auto, delta, Paging::One, out);
+    encode_column_in(col, FloatEncoding::Auto, delta, Pages::One, out);
 }
 
 /// [`encode_column`] with the float codec forced (benchmarks and tests); other types ignore `float`.
@@ -334,10 +327,12 @@ pub fn encode_column_delta(col: &Column, delta: Delta, out: &mut Vec<u8>) {
 /// # Panics
 /// As [`encode_column`].
 pub fn encode_column_with(col: &Column, float: FloatEncoding, out: &mut Vec<u8>) {
-    encode_column_in(col, float, Delta::Auto, Paging::Pages, out);
+    encode_column_in(col, float, Delta::Auto, Pages::Paged, out);
 }
 
-fn encode_column_in(col: &Column, float: FloatEncoding, delta: Delta, paging: Paging, out: &mut Vec<u8>) {
+/// `pages`: one pco page (packs, decoded whole, and segment versions before 5) or pages of
+/// `pcodec::PAGE_ROWS` (PcoPaged) when there is more than one.
+fn encode_column_in(col: &Column, float: FloatEncoding, delta: Delta, pages: Pages, out: &mut Vec<u8>) {
     let valid = &col.validity;
     assert_eq!(col.values.len(), valid.len(), "column values and validity differ in length");
     if let ColumnValues::String(v) = &col.values {
@@ -346,11 +341,9 @@ fn encode_column_in(col: &Column, float: FloatEncoding, delta: Delta, paging: Pa
     }
     validity::encode(valid, out);
     match &col.values {
-        ColumnValues::Integer(v) if paging == Paging::Pages => numeric::encode_paged(&gather(v, valid), delta, out),
-        ColumnValues::Integer(v) => numeric::encode_with(&gather(v, valid), delta, out),
-        ColumnValues::UInteger(v) if paging == Paging::Pages => numeric::encode_paged(&gather(v, valid), delta, out),
-        ColumnValues::UInteger(v) => numeric::encode_with(&gather(v, valid), delta, out),
-        ColumnValues::Float(v) => float::encode(&gather(v, valid), float, delta, paging == Paging::Pages, out),
+        ColumnValues::Integer(v) => numeric::encode_with(&gather(v, valid), delta, pages, out),
+        ColumnValues::UInteger(v) => numeric::encode_with(&gather(v, valid), delta, pages, out),
+        ColumnValues::Float(v) => float::encode(&gather(v, valid), float, delta, pages, out),
         ColumnValues::Boolean(v) => boolean::encode(&gather(v, valid), out),
         ColumnValues::String(_) => unreachable!("encoded above"),
     }
@@ -385,15 +378,21 @@ fn decode_column_capped(buf: &[u8], ty: FieldType, n: usize, segment_version: u3
     let mut cur = Cursor::new(buf);
     let (validity, m) = validity::decode(&mut cur, n)?;
     check_values_codec(&cur, segment_version)?;
-    let values = match ty {
-        FieldType::Integer => ColumnValues::Integer(spread(numeric::decode(&mut cur, m)?, &validity)),
-        FieldType::UInteger => ColumnValues::UInteger(spread(numeric::decode(&mut cur, m)?, &validity)),
-        FieldType::Float => ColumnValues::Float(spread(numeric::decode(&mut cur, m)?, &validity)),
-        FieldType::Boolean => ColumnValues::Boolean(spread(boolean::decode(&mut cur, m)?, &validity)),
-        FieldType::String => ColumnValues::String(spread_strings(string::decode_capped(&mut cur, m, string_bytes_max)?, &validity)),
-    };
+    let values = decode_values(&mut cur, ty, m, &validity, string_bytes_max)?;
     cur.finish("column chunk")?;
     Ok(Column { values, validity })
+}
+
+/// The values section at `cur` of a column of type `ty` whose `validity` has `m` valid rows, spread
+/// over the rows (nulls as placeholders).
+fn decode_values(cur: &mut Cursor<'_>, ty: FieldType, m: usize, validity: &[bool], string_bytes_max: usize) -> Result<ColumnValues> {
+    Ok(match ty {
+        FieldType::Integer => ColumnValues::Integer(spread(numeric::decode(cur, m)?, validity)),
+        FieldType::UInteger => ColumnValues::UInteger(spread(numeric::decode(cur, m)?, validity)),
+        FieldType::Float => ColumnValues::Float(spread(numeric::decode(cur, m)?, validity)),
+        FieldType::Boolean => ColumnValues::Boolean(spread(boolean::decode(cur, m)?, validity)),
+        FieldType::String => ColumnValues::String(spread_strings(string::decode_capped(cur, m, string_bytes_max)?, validity)),
+    })
 }
 
 /// Refuses a values codec newer than the segment's format (its writer could not have used it).
@@ -428,7 +427,9 @@ pub fn decode_column_rows(
     check_values_codec(&cur, segment_version)?;
     let numeric = matches!(ty, FieldType::Integer | FieldType::UInteger | FieldType::Float);
     if !numeric || cur.peek() != Some(Codec::PcoPaged as u8) {
-        let c = decode_column_in(buf, ty, n, segment_version)?;
+        let values = decode_values(&mut cur, ty, m, &validity, usize::MAX)?;
+        cur.finish("column chunk")?;
+        let c = Column { values, validity };
         return Ok((if rows == (0..n) { c } else { c.slice(rows) }, m));
     }
     // The values section holds only the valid rows' values: those of `rows` are the ones after the

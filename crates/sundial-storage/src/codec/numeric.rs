@@ -76,24 +76,16 @@ impl Word for u32 {
     }
 }
 
-/// Appends the values section of `vals` (the non-null values, in row order).
+/// Appends the values section of `vals` (the non-null values, in row order), pco in one page.
 pub(super) fn encode<T: Word>(vals: &[T], out: &mut Vec<u8>) {
-    encode_with(vals, Delta::Auto, out);
+    encode_with(vals, Delta::Auto, Pages::One, out);
 }
 
-/// [`encode`] with pco's delta search as `delta` says.
-pub(super) fn encode_with<T: Word>(vals: &[T], delta: Delta, out: &mut Vec<u8>) {
-    encode_in(vals, delta, false, out);
-}
-
-/// [`encode_with`], written as PcoPaged (pages of [`pcodec::PAGE_ROWS`]) when pco is chosen for more
-/// than one page of numbers: a block's field column, whose reader may want a few of its rows
-/// ([`decode_rows`]).
-pub(super) fn encode_paged<T: Word>(vals: &[T], delta: Delta, out: &mut Vec<u8>) {
-    encode_in(vals, delta, vals.len() > pcodec::PAGE_ROWS, out);
-}
-
-fn encode_in<T: Word>(vals: &[T], delta: Delta, paged: bool, out: &mut Vec<u8>) {
+/// [`encode`] with pco's delta search as `delta` says, written as PcoPaged (pages of
+/// [`pcodec::PAGE_ROWS`]) when `pages` says so and pco is chosen for more than one page of numbers: a
+/// block's field column, whose reader may want a few of its rows ([`decode_rows`]).
+pub(super) fn encode_with<T: Word>(vals: &[T], delta: Delta, pages: Pages, out: &mut Vec<u8>) {
+    let paged = pages == Pages::Paged && vals.len() > pcodec::PAGE_ROWS;
     match vals {
         [] => out.push(Codec::Empty as u8),
         [first, rest @ ..] if rest.iter().all(|v| v.to_bits() == first.to_bits()) => {

@@ -20,7 +20,7 @@
 use pco::data_types::Number;
 use pco::errors::PcoError;
 use pco::metadata::{ChunkMeta, DeltaEncoding};
-use pco::wrapped::{FileCompressor, FileDecompressor};
+use pco::wrapped::{ChunkDecompressor, FileCompressor, FileDecompressor};
 use pco::{ChunkConfig, DeltaSpec, ModeSpec, PagingSpec};
 
 use super::cursor::Cursor;
@@ -132,24 +132,14 @@ const PCO_BATCH: usize = 256;
 pub(super) fn decompress_pages<T: Number>(buf: &[u8], m: usize, rows: std::ops::Range<usize>, what: &'static str) -> Result<Vec<T>> {
     let err = |e: PcoError| CodecError::Pco { what, message: e.to_string() };
     let mut cur = Cursor::new(buf);
-    let count = cur.uvarint(what)?;
-    if count != m as u64 || m == 0 {
-        return Err(CodecError::LengthMismatch {
-            what,
-            expected: m,
-            actual: usize::try_from(count).unwrap_or(usize::MAX),
-        });
-    }
+    read_count(&mut cur, m, what)?;
     let page_rows = cur.uvarint("pco page size")?;
     if page_rows < PAGE_ROWS_MIN as u64 || page_rows > crate::limits::CODEC_ROWS_MAX as u64 {
         return Err(CodecError::Corrupt { what: "pco page size" });
     }
     let page_rows = page_rows as usize;
     assert!(rows.start <= rows.end && rows.end <= m, "rows {rows:?} of {m} numbers asked for");
-    let (fd, rest) = FileDecompressor::new(cur.rest()).map_err(err)?;
-    check_dict_len(rest, m, what)?;
-    let (mut cd, rest) = fd.chunk_decompressor::<T, &[u8]>(rest).map_err(err)?;
-    check_lookback(cd.meta(), m, what)?;
+    let (mut cd, rest) = open_chunk::<T>(cur.rest(), m, what)?;
     let mut pages = Cursor::new(rest);
     let mut out: Vec<T> = Vec::with_capacity(rows.len());
     let mut scratch: Vec<T> = Vec::new();
@@ -162,27 +152,25 @@ pub(super) fn decompress_pages<T: Number>(buf: &[u8], m: usize, rows: std::ops::
         }
         // The numbers wanted of this page: `lo..hi` of its `k`.
         let (lo, hi) = (rows.start.max(start) - start, rows.end.min(start + k) - start);
-        let n_read = if lo == 0 && hi == k { k } else { hi.next_multiple_of(PCO_BATCH).min(k) };
-        let mut pd = cd.page_decompressor(page, k).map_err(err)?;
-        let dst = if n_read == hi - lo {
+        if lo == 0 && hi == k {
             let at = out.len();
-            out.resize(at + n_read, T::default());
-            &mut out[at..]
+            out.resize(at + k, T::default());
+            read_page(&mut cd, page, &mut out[at..], what)?;
+            continue;
+        }
+        // Up to the batch holding `hi` (or the page's end), then the wanted ones.
+        let n_read = hi.next_multiple_of(PCO_BATCH).min(k);
+        scratch.clear();
+        scratch.resize(n_read, T::default());
+        if n_read == k {
+            read_page(&mut cd, page, &mut scratch, what)?;
         } else {
-            scratch.clear();
-            scratch.resize(n_read, T::default());
-            &mut scratch[..]
-        };
-        let progress = pd.read(dst).map_err(err)?;
-        if progress.n_processed != n_read || (n_read == k && !progress.finished) {
-            return Err(CodecError::LengthMismatch { what, expected: n_read, actual: progress.n_processed });
+            let progress = cd.page_decompressor(page, k).map_err(err)?.read(&mut scratch).map_err(err)?;
+            if progress.n_processed != n_read {
+                return Err(CodecError::LengthMismatch { what, expected: n_read, actual: progress.n_processed });
+            }
         }
-        if n_read == k && !pd.into_src().is_empty() {
-            return Err(CodecError::Corrupt { what: "pco page (bytes after its numbers)" });
-        }
-        if n_read != hi - lo {
-            out.extend_from_slice(&scratch[lo..hi]);
-        }
+        out.extend_from_slice(&scratch[lo..hi]);
     }
     pages.finish("pco pages")?;
     Ok(out)
@@ -190,30 +178,48 @@ pub(super) fn decompress_pages<T: Number>(buf: &[u8], m: usize, rows: std::ops::
 
 /// Decodes a pco payload of exactly `m` numbers that fills `buf`.
 pub(super) fn decompress<T: Number>(buf: &[u8], m: usize, what: &'static str) -> Result<Vec<T>> {
-    let err = |e: PcoError| CodecError::Pco { what, message: e.to_string() };
     let mut cur = Cursor::new(buf);
-    let count = cur.uvarint(what)?;
-    if count != m as u64 {
-        return Err(CodecError::LengthMismatch {
-            what,
-            expected: m,
-            actual: usize::try_from(count).unwrap_or(usize::MAX),
-        });
-    }
-    let (fd, rest) = FileDecompressor::new(cur.rest()).map_err(err)?;
-    check_dict_len(rest, m, what)?;
-    let (mut cd, rest) = fd.chunk_decompressor::<T, &[u8]>(rest).map_err(err)?;
-    check_lookback(cd.meta(), m, what)?;
+    read_count(&mut cur, m, what)?;
+    let (mut cd, rest) = open_chunk::<T>(cur.rest(), m, what)?;
     let mut dst = vec![T::default(); m];
-    let mut pd = cd.page_decompressor(rest, m).map_err(err)?;
-    let progress = pd.read(&mut dst).map_err(err)?;
-    if progress.n_processed != m || !progress.finished {
-        return Err(CodecError::LengthMismatch { what, expected: m, actual: progress.n_processed });
+    read_page(&mut cd, rest, &mut dst, what)?;
+    Ok(dst)
+}
+
+/// Reads a payload's `uvarint count`, which must be `m` (at least 1).
+fn read_count(cur: &mut Cursor<'_>, m: usize, what: &'static str) -> Result<()> {
+    let count = cur.uvarint(what)?;
+    if count != m as u64 || m == 0 {
+        return Err(CodecError::LengthMismatch { what, expected: m, actual: usize::try_from(count).unwrap_or(usize::MAX) });
+    }
+    Ok(())
+}
+
+/// pco's header and chunk metadata at the start of `buf`, for `m` numbers: their decompressor and the
+/// bytes after them. The two fields pco allocates from before reading their data are checked first
+/// ([`check_dict_len`], [`check_lookback`]).
+fn open_chunk<'a, T: Number>(buf: &'a [u8], m: usize, what: &'static str) -> Result<(ChunkDecompressor<T>, &'a [u8])> {
+    let err = |e: PcoError| CodecError::Pco { what, message: e.to_string() };
+    let (fd, rest) = FileDecompressor::new(buf).map_err(err)?;
+    check_dict_len(rest, m, what)?;
+    let (cd, rest) = fd.chunk_decompressor::<T, &[u8]>(rest).map_err(err)?;
+    check_lookback(cd.meta(), m, what)?;
+    Ok((cd, rest))
+}
+
+/// Decodes `page`, one whole pco page of exactly `dst.len()` numbers, nothing after, into `dst`.
+fn read_page<T: Number>(cd: &mut ChunkDecompressor<T>, page: &[u8], dst: &mut [T], what: &'static str) -> Result<()> {
+    let err = |e: PcoError| CodecError::Pco { what, message: e.to_string() };
+    let k = dst.len();
+    let mut pd = cd.page_decompressor(page, k).map_err(err)?;
+    let progress = pd.read(dst).map_err(err)?;
+    if progress.n_processed != k || !progress.finished {
+        return Err(CodecError::LengthMismatch { what, expected: k, actual: progress.n_processed });
     }
     if !pd.into_src().is_empty() {
-        return Err(CodecError::Corrupt { what: "pco payload (bytes after the page)" });
+        return Err(CodecError::Corrupt { what: "pco page (bytes after its numbers)" });
     }
-    Ok(dst)
+    Ok(())
 }
 
 /// Bit layout of the start of a pco 1.x chunk's metadata: a 4-bit mode variant, and for Dict mode (4)
