@@ -9,16 +9,13 @@
 # 3000000 rows); DIR (scratch, deleted first) defaults to /tmp/count-poll.
 set -euo pipefail
 BIN=$1 DATA=$2 ROWS=$3 DIR=${4:-/tmp/count-poll} PORT=18098
-CACHE=${SUNDIAL_CACHE:-$HOME/.cache/sundial}
+. "$(dirname "$0")/serve.sh"
 rm -rf "$DIR"; mkdir -p "$DIR"
-"$BIN" serve --data-dir "$DIR/data" --http-addr 127.0.0.1:$PORT --pg-addr 127.0.0.1:0 --flush-idle-secs 10 > "$DIR/server.log" 2>&1 &
-SP=$!
-trap 'kill $SP 2>/dev/null || true; wait $SP 2>/dev/null || true; rm -rf "$DIR/data"' EXIT
-for _ in $(seq 100); do curl -s -o /dev/null -w '%{http_code}' 127.0.0.1:$PORT/ping | grep -q 204 && break; sleep 0.2; done
-curl -s -XPOST 127.0.0.1:$PORT/query --data-urlencode 'q=CREATE DATABASE benchmark' > /dev/null
+trap 'stop_sundial; rm -rf "$DIR/data"' EXIT
+start_sundial "$BIN" "$DIR/data" $PORT "$DIR/server.log"
+create_benchmark_db $PORT
 T0=$(date +%s.%N)
-"$CACHE/tsbs/bin/tsbs_load_influx" --urls=http://127.0.0.1:$PORT --db-name=benchmark --workers=2 --batch-size=10000 \
-    --gzip=false --do-create-db=false --file "$DATA" > "$DIR/load.log" 2>&1
+load_influx $PORT "$DIR/load.log" "$DATA"
 T1=$(date +%s.%N)
 while true; do
     s=$(date +%s.%N)

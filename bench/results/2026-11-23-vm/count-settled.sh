@@ -6,11 +6,10 @@
 #   bash bench/results/2026-11-23-vm/count-settled.sh BIN DATA_DIR [SCRATCH]
 set -euo pipefail
 BIN=$1 SRC=$2 W=${3:-/tmp/count-settled} PORT=18097
+. "$(dirname "$0")/serve.sh"
 rm -rf "$W"; mkdir -p "$W"; cp -r "$SRC" "$W/data"
-"$BIN" serve --data-dir "$W/data" --http-addr 127.0.0.1:$PORT --pg-addr 127.0.0.1:0 --flush-idle-secs 10 > "$W/server.log" 2>&1 &
-SP=$!
-trap 'kill $SP 2>/dev/null || true; wait $SP 2>/dev/null || true; rm -rf "$W"' EXIT
-for _ in $(seq 900); do curl -s -o /dev/null -w '%{http_code}' 127.0.0.1:$PORT/ping | grep -q 204 && break; sleep 0.2; done
+trap 'stop_sundial; rm -rf "$W"' EXIT
+start_sundial "$BIN" "$W/data" $PORT "$W/server.log"
 sleep 3
 for _ in 1 2 3; do
     s=$(date +%s.%N)

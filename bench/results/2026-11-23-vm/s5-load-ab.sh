@@ -10,20 +10,17 @@
 # /tmp/s5-load-ab. Needs TSBS's tsbs_load_influx (installed by bench/compare or bench/tsbs).
 set -euo pipefail
 BIN=$1
-CACHE=${SUNDIAL_CACHE:-$HOME/.cache/sundial}
+. "$(dirname "$0")/serve.sh"
 DATA=${2:-$CACHE/tsbs/data/cpu-only-s10000000-2016-01-01T000000Z-2016-01-01T000010Z-seed123.influx.lp}
 DIR=${3:-/tmp/s5-load-ab}
 PORT=18086
 rm -rf "$DIR"; mkdir -p "$DIR"
-"$BIN" serve --data-dir "$DIR/data" --http-addr 127.0.0.1:$PORT --pg-addr 127.0.0.1:0 --flush-idle-secs 10 > "$DIR/server.log" 2>&1 &
-SP=$!
-trap 'kill $SP 2>/dev/null || true; wait $SP 2>/dev/null || true; rm -rf "$DIR/data"' EXIT
-for _ in $(seq 100); do curl -s -o /dev/null -w '%{http_code}' 127.0.0.1:$PORT/ping | grep -q 204 && break; sleep 0.1; done
-curl -s -XPOST 127.0.0.1:$PORT/query --data-urlencode 'q=CREATE DATABASE benchmark' > /dev/null
+trap 'stop_sundial; rm -rf "$DIR/data"' EXIT
+start_sundial "$BIN" "$DIR/data" $PORT "$DIR/server.log"
+create_benchmark_db $PORT
 cpu() { awk '{print $14 + $15}' /proc/$SP/stat; }
 C0=$(cpu); T0=$(date +%s.%N)
-"$CACHE/tsbs/bin/tsbs_load_influx" --urls=http://127.0.0.1:$PORT --db-name=benchmark --workers=2 --batch-size=10000 \
-    --gzip=false --do-create-db=false --file "$DATA" > "$DIR/load.log" 2>&1
+load_influx $PORT "$DIR/load.log" "$DATA"
 T1=$(date +%s.%N); C1=$(cpu)
 TICK=$(getconf CLK_TCK)
 echo "binary $BIN"

@@ -1,0 +1,41 @@
+# Sourced by this directory's scripts: a `sundial serve` on a scratch data directory, and TSBS's loader
+# with bench/compare's settings. Not run on its own.
+
+CACHE=${SUNDIAL_CACHE:-$HOME/.cache/sundial}
+TSBS_BIN=$CACHE/tsbs/bin
+
+# start_sundial BIN DATA_DIR PORT LOG [ARGS...]: starts the server (HTTP on PORT, PostgreSQL on a free port,
+# idle memtables flushed after 10 s, ARGS appended), sets SP to its pid, and returns once /ping answers
+# (up to 3 minutes: the start-up of a large data directory).
+start_sundial() {
+    local bin=$1 data=$2 port=$3 log=$4
+    shift 4
+    "$bin" serve --data-dir "$data" --http-addr "127.0.0.1:$port" --pg-addr 127.0.0.1:0 --flush-idle-secs 10 "$@" > "$log" 2>&1 &
+    SP=$!
+    for _ in $(seq 900); do
+        curl -s -o /dev/null -w '%{http_code}' "127.0.0.1:$port/ping" | grep -q 204 && return 0
+        sleep 0.2
+    done
+    echo "sundial did not answer /ping on port $port within 3 minutes; see $log" >&2
+    return 1
+}
+
+# stop_sundial: stops the server start_sundial started (SIGTERM, a clean stop) and waits for it to exit.
+stop_sundial() {
+    kill "${SP:-}" 2>/dev/null || true
+    wait "${SP:-}" 2>/dev/null || true
+}
+
+# create_benchmark_db PORT: the database TSBS's tools use.
+create_benchmark_db() {
+    curl -s -XPOST "127.0.0.1:$1/query" --data-urlencode 'q=CREATE DATABASE benchmark' > /dev/null
+}
+
+# load_influx PORT LOG [FILE]: tsbs_load_influx into `benchmark` (2 workers, batches of 10,000 rows, as
+# bench/compare runs it), from FILE or else from standard input; its output goes to LOG.
+load_influx() {
+    local port=$1 log=$2
+    shift 2
+    "$TSBS_BIN/tsbs_load_influx" --urls="http://127.0.0.1:$port" --db-name=benchmark --workers=2 --batch-size=10000 \
+        --gzip=false --do-create-db=false ${1:+--file "$1"} > "$log" 2>&1
+}
