@@ -1273,7 +1273,7 @@ mod tail;
 pub use catalog_rewrite::CatalogLogRewrite;
 pub use maintenance::CompactionReport;
 pub use summary::{ColumnSummary, RangeSummary};
-pub use tail::TailSnapshot;
+pub use tail::{LastRow, TailSnapshot};
 
 #[cfg(test)]
 mod tests;

@@ -1547,7 +1547,7 @@ impl Segment {
         SegmentScan { seg: self, cache_groups, group: 0, blocks: None, pos: 0, pack: None, pack_cols: Vec::new() }
     }
 
-    fn series_blocks_in(&self, series: SeriesId, last: &mut Option<(usize, Arc<[BlockMeta]>)>) -> Result<SeriesBlocks> {
+    pub(crate) fn series_blocks_in(&self, series: SeriesId, last: &mut Option<(usize, Arc<[BlockMeta]>)>) -> Result<SeriesBlocks> {
         let mut out = SeriesBlocks::default();
         for g in self.groups_of(series) {
             let blocks = match last {

@@ -325,9 +325,9 @@ impl Ctx<'_> {
         if conj.is_empty() { String::new() } else { format!(" WHERE {}", conj.join(" AND ")) }
     }
 
-    fn series(&self, key: &[String], columns: &std::sync::Arc<[String]>, rows: Vec<Vec<Cell>>) -> Series {
+    fn series(&self, key: Vec<String>, columns: &std::sync::Arc<[String]>, rows: Vec<Vec<Cell>>) -> Series {
         let tags = (!self.s.dimensions.iter().all(|d| matches!(d, Dimension::Time { .. })))
-            .then(|| self.group_tags.iter().cloned().zip(key.iter().cloned()).collect());
+            .then(|| self.group_tags.iter().cloned().zip(key).collect());
         Series { name: self.table.to_string(), tags, columns: columns.clone(), values: Some(rows) }
     }
 
@@ -335,10 +335,12 @@ impl Ctx<'_> {
         std::iter::once("time".to_string()).chain(self.fields.iter().map(|f| f.name.clone())).collect()
     }
 
-    fn limit_offset<T>(&self, rows: Vec<T>) -> Vec<T> {
-        let skip = self.s.offset.unwrap_or(0) as usize;
+    fn limit_offset<T>(&self, mut rows: Vec<T>) -> Vec<T> {
+        let skip = (self.s.offset.unwrap_or(0) as usize).min(rows.len());
         let take = self.s.limit.filter(|n| *n > 0).map_or(usize::MAX, |n| n as usize);
-        rows.into_iter().skip(skip).take(take).collect()
+        rows.truncate(skip.saturating_add(take));
+        rows.drain(..skip);
+        rows
     }
 
     // ------------------------------------------------------------------ raw
@@ -361,22 +363,6 @@ impl Ctx<'_> {
         }
         let tags: Vec<&String> = self.info.tags.iter().collect();
         let tail = self.tail_rows(&field_cols);
-        let shape = native::RawShape { source: self.source(), tags: &tags, fields: &field_cols, tail };
-        let native = if self.qe.influxql_native() { native::plan_raw(self.qe.storage(), &shape) } else { None };
-        let rows = match native {
-            Some(plan) => native::run_raw(self.qe.storage().clone(), plan).await?,
-            None => {
-                let mut select = vec!["CAST(\"time\" AS BIGINT)".to_string()];
-                select.extend(tags.iter().map(|t| format!("CAST({} AS VARCHAR)", ident(t))));
-                select.extend(field_cols.iter().map(|f| ident(f)));
-                let from = match tail {
-                    Some(n) => format!("last_rows({}, {n})", cond::string(self.table)),
-                    None => ident(self.table),
-                };
-                let sql = format!("SELECT {} FROM {from}{}", select.join(", "), self.where_sql(&field_cols));
-                self.query(&sql).await?
-            }
-        };
 
         // Where each output column comes from: a plain tag or field reference is its row cell (moved out
         // when no other column needs it), anything else is evaluated.
@@ -401,51 +387,63 @@ impl Ctx<'_> {
         // Every column of the row, in its order (`SELECT *` when the tags sort before the fields): the
         // row itself is the output, its first cell becoming the time.
         let in_place = movable && direct.len() == n_tags + field_cols.len() && direct.iter().enumerate().all(|(i, d)| *d == Some(1 + i));
-        let group_at: Vec<Option<usize>> =
-            self.group_tags.iter().map(|g| tags.iter().position(|t| t.as_str() == g).map(|i| 1 + i)).collect();
+        // The native reader makes output rows itself when every output column is a tag or a field.
+        let out: Option<Vec<usize>> = direct.iter().copied().collect();
+        let shape = native::RawShape { source: self.source(), tags: &tags, fields: &field_cols, tail, out: out.as_deref() };
+        let native = if self.qe.influxql_native() { native::plan_raw(self.qe.storage(), &shape) } else { None };
+        let (chunks, ready) = match native {
+            Some(plan) => (native::run_raw(self.qe.storage().clone(), plan).await?, out.is_some()),
+            None => {
+                let mut select = vec!["CAST(\"time\" AS BIGINT)".to_string()];
+                select.extend(tags.iter().map(|t| format!("CAST({} AS VARCHAR)", ident(t))));
+                select.extend(field_cols.iter().map(|f| ident(f)));
+                let from = match tail {
+                    Some(n) => format!("last_rows({}, {n})", cond::string(self.table)),
+                    None => ident(self.table),
+                };
+                let sql = format!("SELECT {} FROM {from}{}", select.join(", "), self.where_sql(&field_cols));
+                (series_chunks(self.query(&sql).await?, n_tags), false)
+            }
+        };
+
+        let group_at: Vec<Option<usize>> = self.group_tags.iter().map(|g| tags.iter().position(|t| t.as_str() == g)).collect();
         let mut groups: BTreeMap<Vec<String>, Vec<RawRow>> = BTreeMap::new();
-        // Rows arrive series by series: a series is numbered, and its group key rebuilt, only when the
-        // tags change. Its key string (the tie order among series) is built only if a group needs sorting.
-        let mut series_tags: Vec<Vec<Cell>> = Vec::new();
-        let mut key: Vec<String> = Vec::new();
-        for mut row in rows {
-            let Cell::Integer(t) = row[0] else { continue };
-            let tag_cells = &row[1..1 + n_tags];
-            if series_tags.last().is_none_or(|seen| seen.as_slice() != tag_cells) {
-                key = group_key(&row, &group_at);
-                series_tags.push(tag_cells.to_vec());
-            }
-            let series = series_tags.len() as u32 - 1;
-            // The output row: time, then the columns.
-            let cells: Vec<Cell> = if in_place {
-                row[0] = Cell::Time(t);
-                row
-            } else if movable {
-                let mut cells = Vec::with_capacity(1 + direct.len());
-                cells.push(Cell::Time(t));
-                cells.extend(direct.iter().flatten().map(|i| std::mem::replace(&mut row[*i], Cell::Null)));
-                cells
-            } else {
-                let tag_value = |name: &str| -> Cell {
-                    tags.iter().position(|t| t.as_str() == name).map_or(Cell::Null, |i| row[1 + i].clone())
+        // Chunks are series: each is numbered, and its group key built, once. Its key string (the tie
+        // order among series) is built only if a group needs sorting.
+        let mut series_tags: Vec<Vec<Cell>> = Vec::with_capacity(chunks.len());
+        for (series, chunk) in chunks.into_iter().enumerate() {
+            let series = series as u32;
+            let group = groups.entry(group_key(&chunk.tags, &group_at)).or_default();
+            for mut row in chunk.rows {
+                let (Cell::Integer(t) | Cell::Time(t)) = row[0] else { continue };
+                // The output row: time, then the columns.
+                let cells: Vec<Cell> = if ready {
+                    row
+                } else if in_place {
+                    row[0] = Cell::Time(t);
+                    row
+                } else if movable {
+                    let mut cells = Vec::with_capacity(1 + direct.len());
+                    cells.push(Cell::Time(t));
+                    cells.extend(direct.iter().flatten().map(|i| std::mem::replace(&mut row[*i], Cell::Null)));
+                    cells
+                } else {
+                    let tag_value = |name: &str| -> Cell {
+                        tags.iter().position(|t| t.as_str() == name).map_or(Cell::Null, |i| row[1 + i].clone())
+                    };
+                    let field_value = |name: &str| -> Cell {
+                        field_cols.iter().position(|f| *f == name).map_or(Cell::Null, |i| row[1 + n_tags + i].clone())
+                    };
+                    std::iter::once(Cell::Time(t))
+                        .chain(self.fields.iter().zip(&direct).map(|(f, d)| match d {
+                            Some(i) => row[*i].clone(),
+                            None => eval_raw(&f.expr, self.info, &tag_value, &field_value),
+                        }))
+                        .collect()
                 };
-                let field_value = |name: &str| -> Cell {
-                    field_cols.iter().position(|f| *f == name).map_or(Cell::Null, |i| row[1 + n_tags + i].clone())
-                };
-                std::iter::once(Cell::Time(t))
-                    .chain(self.fields.iter().zip(&direct).map(|(f, d)| match d {
-                        Some(i) => row[*i].clone(),
-                        None => eval_raw(&f.expr, self.info, &tag_value, &field_value),
-                    }))
-                    .collect()
-            };
-            let entry = (t, series, cells);
-            match groups.get_mut(&key) {
-                Some(rows) => rows.push(entry),
-                None => {
-                    groups.insert(key.clone(), vec![entry]);
-                }
+                group.push((t, series, cells));
             }
+            series_tags.push(chunk.tags);
         }
         // Series keys, for groups of several rows: rows of equal time sort by series key.
         let series_keys: Vec<String> = if groups.values().any(|rows| rows.len() > 1) {
@@ -478,7 +476,7 @@ impl Ctx<'_> {
             }
             let rows: Vec<Vec<Cell>> = self.limit_offset(rows).into_iter().map(|(_, _, cells)| cells).collect();
             if !rows.is_empty() {
-                out.push(self.series(&key, &columns, rows));
+                out.push(self.series(key, &columns, rows));
             }
         }
         Ok(out)
@@ -664,7 +662,7 @@ impl Ctx<'_> {
                 }
                 let rows = self.limit_offset(rows);
                 if !rows.is_empty() {
-                    out.push(self.series(&key, &columns, rows));
+                    out.push(self.series(key, &columns, rows));
                 }
             }
             return Ok(out);
@@ -701,7 +699,7 @@ impl Ctx<'_> {
             }
             let rows = self.limit_offset(rows);
             if !rows.is_empty() {
-                out.push(self.series(&key, &columns, rows));
+                out.push(self.series(key, &columns, rows));
             }
         }
         Ok(out)
@@ -721,6 +719,19 @@ fn add_buckets<V>(groups: &mut BTreeMap<Vec<String>, BTreeMap<i64, V>>, key: Vec
 
 /// A row's group key: the value of each grouped tag at its cell (`None`: a tag the measurement does not
 /// have); a missing or null tag is '', as InfluxDB has it.
+/// SQL rows `[time, tags, fields]` as chunks of one series each: a new chunk wherever the tags change
+/// (a series met twice apart is two chunks, which only its rows' order among equal times tells).
+fn series_chunks(rows: Vec<Vec<Cell>>, n_tags: usize) -> Vec<native::RawChunk> {
+    let mut chunks: Vec<native::RawChunk> = Vec::new();
+    for row in rows {
+        match chunks.last_mut() {
+            Some(c) if c.tags.as_slice() == &row[1..1 + n_tags] => c.rows.push(row),
+            _ => chunks.push(native::RawChunk { tags: row[1..1 + n_tags].to_vec(), rows: vec![row] }),
+        }
+    }
+    chunks
+}
+
 fn group_key(row: &[Cell], at: &[Option<usize>]) -> Vec<String> {
     at.iter()
         .map(|i| match i.map(|i| &row[i]) {

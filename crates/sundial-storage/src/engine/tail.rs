@@ -19,18 +19,25 @@
 //! last `n` of every source holding it, so each source's tail carries every row the answer needs, and the
 //! last-write-wins merge of the tails agrees with that of the whole sources on those timestamps.
 
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
 use super::{Engine, TableSnapshot};
 use crate::catalog::{ColId, DbId, SeriesId, TableId};
 use crate::error::Result;
 use crate::rows::{self, SeriesRows};
 use crate::segment::{BlockMeta, Segment, SeriesBlocks, stat_value};
 use crate::tombstone;
-use crate::types::{Column, FieldType};
+use crate::types::{Column, FieldType, Value};
 
 /// A [`TableSnapshot`] that reads only the last `n` rows of each series.
 pub struct TailSnapshot {
     snap: TableSnapshot,
     n: usize,
+    /// Per segment, the block index group it last looked a series up in: series read in ascending
+    /// order (as scans read them) find theirs without a trip to the block index cache.
+    groups: Mutex<Vec<Option<(usize, Arc<[BlockMeta]>)>>>,
 }
 
 impl Engine {
@@ -49,57 +56,37 @@ impl Engine {
     ) -> TailSnapshot {
         assert!(n > 0, "a tail of zero rows");
         let snap = self.snapshot_rows(db, table, series, ts_min, ts_max, cols, n);
-        TailSnapshot { snap, n }
+        let groups = Mutex::new(vec![None; snap.segments.len()]);
+        TailSnapshot { snap, n, groups }
     }
+}
+
+/// The last row of a series inside a range ([`TailSnapshot::read_last`]): its time and, per requested
+/// column, its value (`None`: null).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LastRow {
+    pub ts: i64,
+    pub values: Vec<Option<Value>>,
+}
+
+/// Where the last rows of a series may be: rows read from a source, or (`n == 1`) the newest block of a
+/// segment whose statistics tell its last row.
+enum Source<'b> {
+    Rows(SeriesRows),
+    Stats(&'b BlockMeta),
 }
 
 impl TailSnapshot {
     /// The last `n` rows of `series` in the range (fewer if it has fewer), or `None` if it has none.
     pub fn read_series(&self, series: SeriesId) -> Result<Option<SeriesRows>> {
         let s = &self.snap;
-        let mut sources = Vec::new();
-        // Segments without deleted rows: their blocks of the series, and the end of the newest one
-        // touching the range when it ends inside it (the newest row the segment surely holds there).
-        let mut clean: Vec<(&Segment, SeriesBlocks, Option<i64>)> = Vec::new();
-        // A source with rows hidden by a delete is read whole and filtered: its tail may be all deleted.
-        for seg in &s.segments {
-            let hiding = s.hiding(series, seg.id.generation, seg.id.tombstones_applied);
-            if hiding.is_empty() {
-                let blocks = seg.series_blocks(series)?;
-                let known = blocks.iter().rev().find(|b| self.touches(b)).map(|b| b.ts_max).filter(|t| *t <= s.ts_max);
-                clean.push((seg, blocks, known));
-                continue;
-            }
-            for mut r in seg.read_series(series, s.ts_min, s.ts_max, &s.cols)? {
-                tombstone::apply(&mut r, hiding.iter().copied());
-                sources.push(r);
-            }
-        }
-        // The last row is at or after the newest row a clean segment surely holds in the range (its
-        // newest block ending inside it): a segment whose newest block ends before that has no part
-        // in it (a series over many day partitions reads one segment, not all).
-        let floor = if self.n == 1 { clean.iter().filter_map(|(_, _, known)| *known).max() } else { None };
-        for (seg, blocks, known) in &clean {
-            if floor.is_some_and(|f| known.is_some_and(|t| t < f)) {
-                continue;
-            }
-            sources.extend(self.segment_tail(seg, series, blocks)?);
-        }
-        for f in &s.frozen {
-            if let Some(buf) = f.memtable.table(s.db, s.table).and_then(|t| t.series.get(&series)) {
-                let hiding = s.hiding(series, f.generation, 0);
-                if hiding.is_empty() {
-                    sources.push(buf.read_tail(series, s.ts_min, s.ts_max, &s.cols, self.n));
-                } else {
-                    let mut r = buf.read(series, s.ts_min, s.ts_max, &s.cols);
-                    tombstone::apply(&mut r, hiding);
-                    sources.push(r);
-                }
-            }
-        }
-        if let Some(r) = s.active.get(&series) {
-            sources.push(r.clone());
-        }
+        let mut sources: Vec<SeriesRows> = Vec::new();
+        self.sources(series, &mut |src| {
+            sources.push(match src {
+                Source::Rows(r) => r,
+                Source::Stats(b) => stats_rows(b, series, &s.cols),
+            })
+        })?;
         newest_covering(&mut sources, self.n);
         let types: Vec<FieldType> = s.cols.iter().map(|c| c.1).collect();
         let Some(mut merged) = rows::merge(sources, &types) else { return Ok(None) };
@@ -115,21 +102,110 @@ impl TailSnapshot {
         Ok(Some(merged))
     }
 
+    /// The last row of `series` in the range, or `None` if it has none: what [`Self::read_series`]
+    /// answers for `n == 1`, without building columns. The "lastpoint" query asks this of every series,
+    /// and most answers come from block statistics alone, so a column pair per source per series was
+    /// most of its cost.
+    pub fn read_last(&self, series: SeriesId) -> Result<Option<LastRow>> {
+        assert_eq!(self.n, 1, "read_last is a tail of one row");
+        let cols = &self.snap.cols;
+        let mut last: Option<LastRow> = None;
+        // Sources come oldest write first, as `rows::merge` takes them: at the newest time, each column
+        // takes the newest source's non-null value.
+        self.sources(series, &mut |src| {
+            let (ts, at) = match &src {
+                Source::Rows(r) => match r.ts.last() {
+                    Some(t) => (*t, r.len() - 1),
+                    None => return,
+                },
+                Source::Stats(b) => (b.ts_max, 0),
+            };
+            let value = |j: usize| -> Option<Value> {
+                match &src {
+                    Source::Rows(r) => r.cols[j].as_ref()?.get(at),
+                    Source::Stats(b) => stats_value(b, cols[j]),
+                }
+            };
+            match &mut last {
+                Some(l) if ts < l.ts => {}
+                Some(l) if ts == l.ts => {
+                    for (j, slot) in l.values.iter_mut().enumerate() {
+                        if let Some(v) = value(j) {
+                            *slot = Some(v);
+                        }
+                    }
+                }
+                _ => last = Some(LastRow { ts, values: (0..cols.len()).map(value).collect() }),
+            }
+        })?;
+        Ok(last)
+    }
+
+    /// Calls `found` with every source that may hold the series' last `n` rows in the range, oldest
+    /// write first.
+    fn sources(&self, series: SeriesId, found: &mut dyn FnMut(Source<'_>)) -> Result<()> {
+        let s = &self.snap;
+        // Segments without deleted rows: their blocks of the series, and the end of the newest one
+        // touching the range when it ends inside it (the newest row the segment surely holds there).
+        let mut clean: Vec<(&Segment, SeriesBlocks, Option<i64>)> = Vec::new();
+        // A source with rows hidden by a delete is read whole and filtered: its tail may be all deleted.
+        let mut groups = self.groups.lock();
+        for (seg, group) in s.segments.iter().zip(groups.iter_mut()) {
+            let hiding = s.hiding(series, seg.id.generation, seg.id.tombstones_applied);
+            if hiding.is_empty() {
+                let blocks = seg.series_blocks_in(series, group)?;
+                let known = blocks.iter().rev().find(|b| self.touches(b)).map(|b| b.ts_max).filter(|t| *t <= s.ts_max);
+                clean.push((seg, blocks, known));
+                continue;
+            }
+            for mut r in seg.read_series(series, s.ts_min, s.ts_max, &s.cols)? {
+                tombstone::apply(&mut r, hiding.iter().copied());
+                found(Source::Rows(r));
+            }
+        }
+        // The last row is at or after the newest row a clean segment surely holds in the range (its
+        // newest block ending inside it): a segment whose newest block ends before that has no part
+        // in it (a series over many day partitions reads one segment, not all).
+        drop(groups);
+        let floor = if self.n == 1 { clean.iter().filter_map(|(_, _, known)| *known).max() } else { None };
+        for (seg, blocks, known) in &clean {
+            if floor.is_some_and(|f| known.is_some_and(|t| t < f)) {
+                continue;
+            }
+            self.segment_tail(seg, blocks, found)?;
+        }
+        for f in &s.frozen {
+            if let Some(buf) = f.memtable.table(s.db, s.table).and_then(|t| t.series.get(&series)) {
+                let hiding = s.hiding(series, f.generation, 0);
+                if hiding.is_empty() {
+                    found(Source::Rows(buf.read_tail(series, s.ts_min, s.ts_max, &s.cols, self.n)));
+                } else {
+                    let mut r = buf.read(series, s.ts_min, s.ts_max, &s.cols);
+                    tombstone::apply(&mut r, hiding);
+                    found(Source::Rows(r));
+                }
+            }
+        }
+        if let Some(r) = s.active.get(&series) {
+            found(Source::Rows(r.clone()));
+        }
+        Ok(())
+    }
+
     /// Whether a block holds times inside the range.
     fn touches(&self, b: &BlockMeta) -> bool {
         b.ts_max >= self.snap.ts_min && b.ts_min <= self.snap.ts_max
     }
 
-    /// The rows of `seg` that can be among the last `n` of `series` in the range, oldest first, from
-    /// `all` its blocks of the series.
-    fn segment_tail(&self, seg: &Segment, series: SeriesId, all: &SeriesBlocks) -> Result<Vec<SeriesRows>> {
+    /// The sources of `seg` that can hold the last `n` rows of its series in the range, oldest first,
+    /// from `all` its blocks of the series.
+    fn segment_tail(&self, seg: &Segment, all: &SeriesBlocks, found: &mut dyn FnMut(Source<'_>)) -> Result<()> {
         let s = &self.snap;
         let blocks: Vec<&BlockMeta> = all.iter().filter(|b| self.touches(b)).collect();
-        let Some(newest) = blocks.last() else { return Ok(Vec::new()) };
-        if self.n == 1
-            && let Some(row) = last_row_from_stats(newest, series, s.ts_max, &s.cols)
-        {
-            return Ok(vec![row]);
+        let Some(newest) = blocks.last() else { return Ok(()) };
+        if self.n == 1 && stats_tell_last_row(newest, s.ts_max, &s.cols) {
+            found(Source::Stats(newest));
+            return Ok(());
         }
         // Newest blocks first until they surely hold `n` rows inside the range (a block cut by the range
         // counts for nothing, so reading goes on past it).
@@ -142,32 +218,44 @@ impl TailSnapshot {
                 rows_inside += b.n_rows as usize;
             }
         }
-        blocks[first..].iter().map(|b| seg.read_block(b, s.ts_min, s.ts_max, &s.cols)).collect()
+        for b in &blocks[first..] {
+            found(Source::Rows(seg.read_block(b, s.ts_min, s.ts_max, &s.cols)?));
+        }
+        Ok(())
     }
 }
 
-/// The last row of a block inside a range ending at `ts_max`, built from the block's statistics; `None`
-/// when statistics cannot tell (the block runs past `ts_max`, or a string column is asked for).
-fn last_row_from_stats(b: &BlockMeta, series: SeriesId, ts_max: i64, cols: &[(ColId, FieldType)]) -> Option<SeriesRows> {
-    if b.ts_max > ts_max || cols.iter().any(|(_, ty)| *ty == FieldType::String) {
-        return None;
-    }
-    let mut out = Vec::with_capacity(cols.len());
-    for (col, ty) in cols {
-        // As the decoder answers: a column the block has is a column (null where it has no value).
-        let Some(m) = b.col(*col).filter(|m| m.ty == *ty) else {
-            out.push(None);
-            continue;
-        };
-        let mut c = Column::with_capacity(*ty, 1);
-        if m.stats.count > 0 && m.stats.last_ts == b.ts_max {
-            c.push_value(&stat_value(*ty, m.stats.last)?);
-        } else {
-            c.push_null();
-        }
-        out.push(Some(c));
-    }
-    Some(SeriesRows { series, ts: vec![b.ts_max], cols: out })
+/// Whether a block's statistics give its last row inside a range ending at `ts_max`: not when the block
+/// runs past `ts_max` (its last row inside is unknown) or a string column is asked for (strings keep
+/// no value statistics).
+fn stats_tell_last_row(b: &BlockMeta, ts_max: i64, cols: &[(ColId, FieldType)]) -> bool {
+    b.ts_max <= ts_max && cols.iter().all(|(_, ty)| *ty != FieldType::String)
+}
+
+/// The value of column `col` in the last row of block `b` (at `b.ts_max`), from its statistics: the
+/// column's last value when that is at `ts_max`, else null; null too for a column the block lacks or
+/// holds with another type, as the decoder answers.
+fn stats_value(b: &BlockMeta, (col, ty): (ColId, FieldType)) -> Option<Value> {
+    let m = b.col(col).filter(|m| m.ty == ty)?;
+    (m.stats.count > 0 && m.stats.last_ts == b.ts_max).then(|| stat_value(ty, m.stats.last)).flatten()
+}
+
+/// The last row of block `b` as rows (see [`stats_value`]): a column the block has is a column, null
+/// where it has no value at `ts_max`.
+fn stats_rows(b: &BlockMeta, series: SeriesId, cols: &[(ColId, FieldType)]) -> SeriesRows {
+    let cols = cols
+        .iter()
+        .map(|(col, ty)| {
+            b.col(*col).filter(|m| m.ty == *ty)?;
+            let mut c = Column::with_capacity(*ty, 1);
+            match stats_value(b, (*col, *ty)) {
+                Some(v) => assert!(c.push_value(&v), "a statistic of the column's own type"),
+                None => c.push_null(),
+            }
+            Some(c)
+        })
+        .collect();
+    SeriesRows { series, ts: vec![b.ts_max], cols }
 }
 
 /// When no two sources overlap in time (so none can overwrite another's rows), keeps only the newest
@@ -249,25 +337,63 @@ mod tests {
         (d.id, t.id, cols, (0..t.series_count() as u32).collect::<Vec<_>>())
     }
 
-    /// Every tail length and several ranges answer exactly what the full read's tail does.
+    /// A one-row tail as [`TailSnapshot::read_last`] answers it.
+    fn as_last(rows: &Option<SeriesRows>) -> Option<LastRow> {
+        let r = rows.as_ref()?;
+        assert_eq!(r.len(), 1, "a tail of one row");
+        Some(LastRow { ts: r.ts[0], values: r.cols.iter().map(|c| c.as_ref().and_then(|c| c.get(0))).collect() })
+    }
+
+    /// Every tail length and several ranges answer exactly what the full read's tail does, and so does
+    /// `read_last` for one row.
+    fn check_tails(e: &Engine, db: DbId, t: TableId, cols: &[(ColId, FieldType)], series: &[SeriesId], what: &str) {
+        for (lo, hi) in [(i64::MIN, i64::MAX), (0, 100), (35, 129), (121, 129), (200, 300)] {
+            for n in [1, 2, 7, 60, 500] {
+                let tail = e.snapshot_tail(db, t, series, lo, hi, cols, n);
+                let got: Vec<_> = series.iter().map(|s| tail.read_series(*s).unwrap()).collect();
+                let want = tail_of_full(e, db, t, series, lo, hi, cols, n);
+                assert_eq!(got, want, "{what}: range [{lo}, {hi}], n = {n}");
+                if n == 1 {
+                    let last: Vec<_> = series.iter().map(|s| tail.read_last(*s).unwrap()).collect();
+                    assert_eq!(last, want.iter().map(as_last).collect::<Vec<_>>(), "{what}: last row in [{lo}, {hi}]");
+                }
+            }
+        }
+    }
+
     #[test]
     fn tails_equal_the_tail_of_a_full_read() {
         let dir = tempfile::tempdir().unwrap();
         let e = Engine::open(EngineConfig::new(dir.path())).unwrap();
         let (db, t, cols, series) = load(&e);
-        for (lo, hi) in [(i64::MIN, i64::MAX), (0, 100), (35, 129), (200, 300)] {
-            for n in [1, 2, 7, 60, 500] {
-                let tail = e.snapshot_tail(db, t, &series, lo, hi, &cols, n);
-                let got: Vec<_> = series.iter().map(|s| tail.read_series(*s).unwrap()).collect();
-                assert_eq!(got, tail_of_full(&e, db, t, &series, lo, hi, &cols, n), "range [{lo}, {hi}], n = {n}");
-            }
-        }
+        check_tails(&e, db, t, &cols, &series, "three segments and a memtable");
         // Everything flushed: n = 1 comes from block statistics alone and still agrees.
         e.flush().unwrap();
+        check_tails(&e, db, t, &cols, &series, "four segments");
         let tail = e.snapshot_tail(db, t, &series, i64::MIN, i64::MAX, &cols, 1);
-        let got: Vec<_> = series.iter().map(|s| tail.read_series(*s).unwrap()).collect();
-        assert_eq!(got, tail_of_full(&e, db, t, &series, i64::MIN, i64::MAX, &cols, 1));
-        assert_eq!(got[0].as_ref().unwrap().ts, vec![169]);
+        assert_eq!(tail.read_series(series[0]).unwrap().unwrap().ts, vec![169]);
+        // The newest rows of the newest write (round 3, from 120) deleted: the last rows come from
+        // older segments, which a delete makes read whole.
+        e.delete("db", "cpu", None, 160, 200).unwrap();
+        check_tails(&e, db, t, &cols, &series, "after a delete");
+        let last = e.snapshot_tail(db, t, &series, i64::MIN, i64::MAX, &cols, 1).read_last(series[0]).unwrap().unwrap();
+        assert_eq!(last.ts, 159);
+    }
+
+    /// At a time written twice (rounds overlap), the last row unions both writes' fields, the newer
+    /// write's value winning: `v` from round 3, `f` (which round 3 lacks there) from round 2.
+    #[test]
+    fn last_row_unions_writes_at_its_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Engine::open(EngineConfig::new(dir.path())).unwrap();
+        let (db, t, cols, series) = load(&e);
+        // Host a at 123: round 2 wrote i = 43 (no f), round 3 wrote i = 3 (f = 1.5). At 120: round 2
+        // i = 40 (no f), round 3 i = 0 (f = 0.0). At 122: round 2 i = 42 (f = 21.0), round 3 i = 2 (no f).
+        let last = |hi| e.snapshot_tail(db, t, &series, 0, hi, &cols, 1).read_last(series[0]).unwrap().unwrap();
+        assert_eq!(last(122), LastRow { ts: 122, values: vec![Some(Value::Integer(3002)), Some(Value::Float(21.0))] });
+        assert_eq!(last(123), LastRow { ts: 123, values: vec![Some(Value::Integer(3003)), Some(Value::Float(1.5))] });
+        e.flush().unwrap();
+        assert_eq!(last(122), LastRow { ts: 122, values: vec![Some(Value::Integer(3002)), Some(Value::Float(21.0))] });
     }
 
     /// One row per source (a series over day partitions, one point each): the last row skips the

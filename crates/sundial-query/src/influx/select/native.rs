@@ -24,7 +24,7 @@ use std::sync::Arc;
 use regex::Regex;
 use sundial_storage::Engine;
 use sundial_storage::catalog::{Catalog, ColId, ColumnKind, DbId, SeriesId, TableCatalog, TableId};
-use sundial_storage::types::{ColumnValues, FieldType};
+use sundial_storage::types::{ColumnValues, FieldType, Value};
 
 use super::{Call, Func, bucket_start, compile};
 use crate::influx::{RESULT_ROWS_MAX, too_many_rows};
@@ -1027,6 +1027,9 @@ pub(super) struct RawShape<'a> {
     pub fields: &'a [&'a str],
     /// Only the last `n` rows of each series (`ORDER BY time DESC LIMIT n`, see `Ctx::tail_rows`).
     pub tail: Option<usize>,
+    /// When every output column is a tag or a field: their positions in the SQL's row (`[time, tags,
+    /// fields]`, so tags from 1), for rows made as output rows (see [`RawChunk`]).
+    pub out: Option<&'a [usize]>,
 }
 
 pub(super) struct RawPlan {
@@ -1036,64 +1039,99 @@ pub(super) struct RawPlan {
     tail: Option<usize>,
     /// The condition, for the field comparisons left after a series' tags are known.
     pred: Pred,
-    /// Its tags' positions in `tags` below, to evaluate it per series.
+    /// The tags' columns, in `RawShape::tags` order.
     tag_cols: Vec<ColId>,
-    /// Per series: the cells of every tag (a string, or null where the series lacks it), shared by
-    /// its rows.
-    tags: Vec<Vec<Cell>>,
+    out: Option<Vec<usize>>,
+}
+
+/// The rows of one series of a raw statement, in time order.
+pub(super) struct RawChunk {
+    /// Its tags' cells in `RawShape::tags` order: a string, or null where the series lacks the tag.
+    pub tags: Vec<Cell>,
+    /// `[time (Integer), every tag, the selected fields]` as the SQL has them; with `RawShape::out`,
+    /// the output rows: `[time (Time), the out cells]`.
+    pub rows: Vec<Vec<Cell>>,
 }
 
 pub(super) fn plan_raw(engine: &Engine, shape: &RawShape) -> Option<RawPlan> {
     let cat = engine.catalog();
     let (scope, t, pred) = resolve(&cat, &shape.source, shape.fields, shape.tail.is_none())?;
     let tag_cols: Vec<ColId> = shape.tags.iter().map(|n| t.column(n).map(|c| c.id)).collect::<Option<_>>()?;
-    // One shared string per distinct value: a region's name is one allocation, not one per host. Keyed
-    // by the value's dictionary code, so that a series' tags cost no string hashing.
+    #[cfg(test)]
+    PLANNED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = shape.out.map(<[usize]>::to_vec);
+    Some(RawPlan { scope, selected: shape.fields.len(), tail: shape.tail, pred, tag_cols, out })
+}
+
+/// The tags' cells of each of `series`. One shared string per distinct value: a region's name is one
+/// allocation, not one per host. Found by the value's dictionary code (dense from 0), so that a
+/// series' tags cost no string hashing.
+fn tag_cells(engine: &Engine, sc: &Scope, tag_cols: &[ColId], series: &[SeriesId]) -> Vec<Vec<Cell>> {
+    let cat = engine.catalog();
+    let Some(t) = cat.db_by_id(sc.db).and_then(|d| d.table_by_id(sc.table)) else {
+        // Dropped since planning: no series has tags (nor, in the snapshot, rows).
+        return vec![vec![Cell::Null; tag_cols.len()]; series.len()];
+    };
     let dicts: Vec<_> = tag_cols.iter().map(|c| t.tag_dict(*c)).collect();
-    let mut shared: foldhash::HashMap<(usize, u32), Arc<str>> = foldhash::HashMap::default();
-    let tags = scope
-        .series
+    let mut shared: Vec<Vec<Option<Arc<str>>>> = dicts.iter().map(|d| vec![None; d.map_or(0, |d| d.len())]).collect();
+    series
         .iter()
         .map(|s| {
             tag_cols
                 .iter()
-                .enumerate()
-                .map(|(j, c)| {
-                    let code = t.series_tag_code(*s, *c);
-                    let value = code.and_then(|code| Some((code, dicts[j]?.value(code)?)));
-                    match value {
-                        Some((code, v)) => Cell::String(shared.entry((j, code)).or_insert_with(|| v.into()).clone()),
-                        None => Cell::Null,
+                .zip(&dicts)
+                .zip(&mut shared)
+                .map(|((c, dict), shared)| {
+                    let Some((dict, code)) = dict.zip(t.series_tag_code(*s, *c)) else { return Cell::Null };
+                    let Some(slot) = shared.get_mut(code as usize) else { return Cell::Null };
+                    match slot {
+                        Some(v) => Cell::String(v.clone()),
+                        None => match dict.value(code) {
+                            Some(v) => Cell::String(slot.insert(v.into()).clone()),
+                            None => Cell::Null,
+                        },
                     }
                 })
                 .collect()
         })
-        .collect();
-    #[cfg(test)]
-    PLANNED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Some(RawPlan { scope, selected: shape.fields.len(), tail: shape.tail, pred, tag_cols, tags })
+        .collect()
 }
 
-/// The rows of `plan.scope.series[range]`: time, every tag, the selected fields; rows with none of
-/// those set, or failing the condition's field comparisons, are left out, as the SQL's
-/// `WHERE (cond) AND (f1 IS NOT NULL OR ...)` does.
-fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> Result<Vec<Vec<Cell>>, String> {
+/// The rows of `plan.scope.series[range]`, a chunk per series with rows: time, every tag, the selected
+/// fields (or the output row, see [`RawChunk`]); rows with none of those fields set, or failing the
+/// condition's field comparisons, are left out, as the SQL's `WHERE (cond) AND (f1 IS NOT NULL OR ...)`
+/// does.
+fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> Result<Vec<RawChunk>, String> {
     let sc = &plan.scope;
-    let series = &sc.series[range.clone()];
-    let (tail, full);
-    let read: &dyn Fn(SeriesId) -> sundial_storage::Result<Option<sundial_storage::rows::SeriesRows>> = match plan.tail {
-        Some(n) => {
-            tail = engine.snapshot_tail(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields, n);
-            &|s| tail.read_series(s)
-        }
-        None => {
-            full = engine.snapshot(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields);
-            &|s| full.read_series(s)
+    let series = &sc.series[range];
+    // Built per part (in parallel), before the snapshot: the catalog's lock is not held while reading.
+    let series_tags = tag_cells(engine, sc, &plan.tag_cols, series);
+    let snap = match plan.tail {
+        Some(n) => Snap::Tail(engine.snapshot_tail(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields, n)),
+        None => Snap::Full(engine.snapshot(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields)),
+    };
+    let n_tags = plan.tag_cols.len();
+    // A row's cells from its time, its series' tags and its fields' cells.
+    let make_row = |t: i64, tags: &[Cell], field: &dyn Fn(usize) -> Cell| -> Vec<Cell> {
+        match &plan.out {
+            Some(out) => {
+                let mut row = Vec::with_capacity(1 + out.len());
+                row.push(Cell::Time(t));
+                row.extend(out.iter().map(|i| if *i <= n_tags { tags[*i - 1].clone() } else { field(*i - 1 - n_tags) }));
+                row
+            }
+            None => {
+                let mut row = Vec::with_capacity(1 + n_tags + plan.selected);
+                row.push(Cell::Integer(t));
+                row.extend(tags.iter().cloned());
+                row.extend((0..plan.selected).map(field));
+                row
+            }
         }
     };
     let mut out = Vec::new();
-    for (k, sid) in series.iter().enumerate() {
-        let tags = &plan.tags[range.start + k];
+    let mut n_rows = 0usize;
+    for (sid, tags) in series.iter().zip(series_tags) {
         let tag = |c: ColId| match plan.tag_cols.iter().position(|x| *x == c).map(|i| &tags[i]) {
             Some(Cell::String(v)) => Some(&**v),
             _ => None,
@@ -1102,29 +1140,64 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
         if matches!(residual, Pred::Const(false)) {
             continue;
         }
-        let Some(rows) = read(*sid).map_err(|e| e.to_string())? else { continue };
-        let start = rows.ts.partition_point(|t| *t < sc.lo);
-        let end = rows.ts.partition_point(|t| *t <= sc.hi);
-        let mask = match residual {
-            Pred::Const(true) => None,
-            r => Some(r.mask(&rows.cols, start..end)),
-        };
-        let selected = &rows.cols[..plan.selected];
-        for r in start..end {
-            if mask.as_ref().is_some_and(|m| !m[r - start]) || !selected.iter().flatten().any(|c| c.validity[r]) {
+        let mut rows = Vec::new();
+        if let (Snap::Tail(tail), Some(1), Pred::Const(true)) = (&snap, plan.tail, &residual) {
+            // The last row alone (TSBS's lastpoint): no columns built, mostly from block statistics.
+            let Some(last) = tail.read_last(*sid).map_err(|e| e.to_string())? else { continue };
+            let selected = &last.values[..plan.selected];
+            if selected.iter().all(Option::is_none) {
                 continue;
             }
-            if out.len() == RESULT_ROWS_MAX {
-                return Err(too_many_rows());
+            rows.push(make_row(last.ts, &tags, &|k| selected[k].as_ref().map_or(Cell::Null, value_cell)));
+        } else {
+            let read = match &snap {
+                Snap::Tail(tail) => tail.read_series(*sid),
+                Snap::Full(full) => full.read_series(*sid),
+            };
+            let Some(r) = read.map_err(|e| e.to_string())? else { continue };
+            let start = r.ts.partition_point(|t| *t < sc.lo);
+            let end = r.ts.partition_point(|t| *t <= sc.hi);
+            let mask = match residual {
+                Pred::Const(true) => None,
+                p => Some(p.mask(&r.cols, start..end)),
+            };
+            let selected = &r.cols[..plan.selected];
+            for i in start..end {
+                if mask.as_ref().is_some_and(|m| !m[i - start]) || !selected.iter().flatten().any(|c| c.validity[i]) {
+                    continue;
+                }
+                if n_rows + rows.len() == RESULT_ROWS_MAX {
+                    return Err(too_many_rows());
+                }
+                rows.push(make_row(r.ts[i], &tags, &|k| selected[k].as_ref().map_or(Cell::Null, |c| column_cell(c, i))));
             }
-            let mut row = Vec::with_capacity(1 + tags.len() + selected.len());
-            row.push(Cell::Integer(rows.ts[r]));
-            row.extend(tags.iter().cloned());
-            row.extend(selected.iter().map(|c| c.as_ref().map_or(Cell::Null, |c| column_cell(c, r))));
-            out.push(row);
         }
+        if rows.is_empty() {
+            continue;
+        }
+        n_rows += rows.len();
+        if n_rows > RESULT_ROWS_MAX {
+            return Err(too_many_rows());
+        }
+        out.push(RawChunk { tags, rows });
     }
     Ok(out)
+}
+
+/// What [`raw_rows`] reads from.
+enum Snap {
+    Tail(sundial_storage::engine::TailSnapshot),
+    Full(sundial_storage::engine::TableSnapshot),
+}
+
+fn value_cell(v: &Value) -> Cell {
+    match v {
+        Value::Float(v) => Cell::Float(*v),
+        Value::Integer(v) => Cell::Integer(*v),
+        Value::UInteger(v) => Cell::UInteger(*v),
+        Value::String(v) => Cell::String(v.as_str().into()),
+        Value::Boolean(v) => Cell::Boolean(*v),
+    }
 }
 
 fn column_cell(c: &sundial_storage::types::Column, r: usize) -> Cell {
@@ -1140,14 +1213,16 @@ fn column_cell(c: &sundial_storage::types::Column, r: usize) -> Cell {
     }
 }
 
-pub(super) async fn run_raw(engine: Arc<Engine>, plan: RawPlan) -> Result<Vec<Vec<Cell>>, String> {
+pub(super) async fn run_raw(engine: Arc<Engine>, plan: RawPlan) -> Result<Vec<RawChunk>, String> {
     let n = plan.scope.series.len();
     let mut out = Vec::new();
+    let mut n_rows = 0usize;
     for part in in_parts(engine, Arc::new(plan), n, raw_rows).await? {
-        out.extend(part);
-        if out.len() > RESULT_ROWS_MAX {
+        n_rows += part.iter().map(|c| c.rows.len()).sum::<usize>();
+        if n_rows > RESULT_ROWS_MAX {
             return Err(too_many_rows());
         }
+        out.extend(part);
     }
     Ok(out)
 }
