@@ -1124,11 +1124,15 @@ impl<'a> IntoIterator for &'a SeriesBlocks {
     }
 }
 
+/// The block index group a walk over a segment's series last looked in (its number and blocks), kept
+/// so that the next series, usually in the same group, needs no trip to the cache.
+pub(crate) type LastGroup = Option<(usize, Arc<[BlockMeta]>)>;
+
 /// Looks up the blocks of series in ascending order (a compaction's walk), keeping the last group it
 /// decoded: each group is decoded about once per walk even when the cache is too small to keep it.
 pub struct SeriesWalker<'a> {
     seg: &'a Segment,
-    last: Option<(usize, Arc<[BlockMeta]>)>,
+    last: LastGroup,
 }
 
 impl SeriesWalker<'_> {
@@ -1547,7 +1551,7 @@ impl Segment {
         SegmentScan { seg: self, cache_groups, group: 0, blocks: None, pos: 0, pack: None, pack_cols: Vec::new() }
     }
 
-    pub(crate) fn series_blocks_in(&self, series: SeriesId, last: &mut Option<(usize, Arc<[BlockMeta]>)>) -> Result<SeriesBlocks> {
+    pub(crate) fn series_blocks_in(&self, series: SeriesId, last: &mut LastGroup) -> Result<SeriesBlocks> {
         let mut out = SeriesBlocks::default();
         for g in self.groups_of(series) {
             let blocks = match last {

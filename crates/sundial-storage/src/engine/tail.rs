@@ -15,11 +15,12 @@
 //! - a source with rows hidden by a delete (see [`crate::tombstone`]) is read whole and filtered, since
 //!   its last rows may all be deleted; the range starts no earlier than the retention cutoff.
 //!
+//! - [`TailSnapshot::read_last`] answers `n == 1` as one `(time, values)` row folded from the same sources,
+//!   without building a column per source.
+//!
 //! Why the merge stays exact: a timestamp among the last `n` distinct timestamps of the union is among the
 //! last `n` of every source holding it, so each source's tail carries every row the answer needs, and the
 //! last-write-wins merge of the tails agrees with that of the whole sources on those timestamps.
-
-use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -27,7 +28,7 @@ use super::{Engine, TableSnapshot};
 use crate::catalog::{ColId, DbId, SeriesId, TableId};
 use crate::error::Result;
 use crate::rows::{self, SeriesRows};
-use crate::segment::{BlockMeta, Segment, SeriesBlocks, stat_value};
+use crate::segment::{BlockMeta, LastGroup, Segment, SeriesBlocks, stat_value};
 use crate::tombstone;
 use crate::types::{Column, FieldType, Value};
 
@@ -37,7 +38,7 @@ pub struct TailSnapshot {
     n: usize,
     /// Per segment, the block index group it last looked a series up in: series read in ascending
     /// order (as scans read them) find theirs without a trip to the block index cache.
-    groups: Mutex<Vec<Option<(usize, Arc<[BlockMeta]>)>>>,
+    groups: Mutex<Vec<LastGroup>>,
 }
 
 impl Engine {

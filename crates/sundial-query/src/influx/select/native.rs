@@ -29,6 +29,7 @@ use sundial_storage::types::{ColumnValues, FieldType, Value};
 use super::{Call, Func, bucket_start, compile};
 use crate::influx::{RESULT_ROWS_MAX, too_many_rows};
 use crate::influx::cell::Cell;
+use crate::scan::Snapshot;
 use crate::influx::cond::{ColKind, TableInfo, TimeRange, flip};
 use crate::influxql::{BinaryOp, Expr};
 
@@ -1107,8 +1108,8 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
     // Built per part (in parallel), before the snapshot: the catalog's lock is not held while reading.
     let series_tags = tag_cells(engine, sc, &plan.tag_cols, series);
     let snap = match plan.tail {
-        Some(n) => Snap::Tail(engine.snapshot_tail(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields, n)),
-        None => Snap::Full(engine.snapshot(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields)),
+        Some(n) => Snapshot::Tail(engine.snapshot_tail(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields, n)),
+        None => Snapshot::Full(engine.snapshot(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields)),
     };
     let n_tags = plan.tag_cols.len();
     // A row's cells from its time, its series' tags and its fields' cells.
@@ -1141,7 +1142,7 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
             continue;
         }
         let mut rows = Vec::new();
-        if let (Snap::Tail(tail), Some(1), Pred::Const(true)) = (&snap, plan.tail, &residual) {
+        if let (Snapshot::Tail(tail), Some(1), Pred::Const(true)) = (&snap, plan.tail, &residual) {
             // The last row alone (TSBS's lastpoint): no columns built, mostly from block statistics.
             let Some(last) = tail.read_last(*sid).map_err(|e| e.to_string())? else { continue };
             let selected = &last.values[..plan.selected];
@@ -1150,11 +1151,7 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
             }
             rows.push(make_row(last.ts, &tags, &|k| selected[k].as_ref().map_or(Cell::Null, value_cell)));
         } else {
-            let read = match &snap {
-                Snap::Tail(tail) => tail.read_series(*sid),
-                Snap::Full(full) => full.read_series(*sid),
-            };
-            let Some(r) = read.map_err(|e| e.to_string())? else { continue };
+            let Some(r) = snap.read_series(*sid).map_err(|e| e.to_string())? else { continue };
             let start = r.ts.partition_point(|t| *t < sc.lo);
             let end = r.ts.partition_point(|t| *t <= sc.hi);
             let mask = match residual {
@@ -1182,12 +1179,6 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
         out.push(RawChunk { tags, rows });
     }
     Ok(out)
-}
-
-/// What [`raw_rows`] reads from.
-enum Snap {
-    Tail(sundial_storage::engine::TailSnapshot),
-    Full(sundial_storage::engine::TableSnapshot),
 }
 
 fn value_cell(v: &Value) -> Cell {
