@@ -65,8 +65,9 @@ async fn query(state: Arc<AppState>, p: HashMap<String, String>) -> Response {
     };
     let mut body = render(&results, epoch);
     // A large answer (TSBS's lastpoint: 4,000 series of 21 cells) takes about as long to free as to
-    // render: freed on a blocking thread, after the response is made, not before it is sent.
-    if results.iter().map(|r| r.series.len()).sum::<usize>() > 64 {
+    // render: freed on a blocking thread, after the response is made, not before it is sent. A small
+    // one is freed here sooner than a thread is woken.
+    if results.iter().map(|r| r.series.len()).sum::<usize>() > 1024 {
         tokio::task::spawn_blocking(move || drop(results));
     }
     if p.get("pretty").is_some_and(|v| v == "true") {
