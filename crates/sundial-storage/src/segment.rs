@@ -1553,6 +1553,15 @@ impl Segment {
 
     pub(crate) fn series_blocks_in(&self, series: SeriesId, last: &mut LastGroup) -> Result<SeriesBlocks> {
         let mut out = SeriesBlocks::default();
+        self.series_blocks_into(series, last, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Self::series_blocks_in`] into `out`, whose room is kept: a read of every series' last row looks up
+    /// thousands of series without an allocation each.
+    pub(crate) fn series_blocks_into(&self, series: SeriesId, last: &mut LastGroup, out: &mut SeriesBlocks) -> Result<()> {
+        out.parts.clear();
+        out.len = 0;
         for g in self.groups_of(series) {
             let blocks = match last {
                 Some((lg, b)) if *lg == g => Arc::clone(b),
@@ -1569,7 +1578,7 @@ impl Segment {
                 out.parts.push((blocks, start..end));
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The distinct series in this segment, ascending. A group whose first and last blocks have the same
