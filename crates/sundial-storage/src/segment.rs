@@ -1551,7 +1551,7 @@ impl Segment {
         SegmentScan { seg: self, cache_groups, group: 0, blocks: None, pos: 0, pack: None, pack_cols: Vec::new() }
     }
 
-    pub(crate) fn series_blocks_in(&self, series: SeriesId, last: &mut LastGroup) -> Result<SeriesBlocks> {
+    fn series_blocks_in(&self, series: SeriesId, last: &mut LastGroup) -> Result<SeriesBlocks> {
         let mut out = SeriesBlocks::default();
         self.series_blocks_into(series, last, &mut out)?;
         Ok(out)

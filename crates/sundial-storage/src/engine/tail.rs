@@ -28,7 +28,7 @@ use super::{Engine, TableSnapshot};
 use crate::catalog::{ColId, DbId, SeriesId, TableId};
 use crate::error::Result;
 use crate::rows::{self, SeriesRows};
-use crate::segment::{BlockMeta, LastGroup, Segment, SeriesBlocks, stat_value};
+use crate::segment::{BlockMeta, ColMeta, LastGroup, Segment, SeriesBlocks, stat_value};
 use crate::tombstone;
 use crate::types::{Column, FieldType, Value};
 
@@ -251,8 +251,12 @@ fn stats_tell_last_row(b: &BlockMeta, ts_max: i64, cols: &[(ColId, FieldType)]) 
 /// column's last value when that is at `ts_max`, else null; null too for a column the block lacks or
 /// holds with another type, as the decoder answers.
 fn stats_value(b: &BlockMeta, (col, ty): (ColId, FieldType)) -> Option<Value> {
-    let m = b.col(col).filter(|m| m.ty == ty)?;
-    (m.stats.count > 0 && m.stats.last_ts == b.ts_max).then(|| stat_value(ty, m.stats.last)).flatten()
+    last_stat(b, b.col(col).filter(|m| m.ty == ty)?)
+}
+
+/// Column `m`'s value at block `b`'s last time, if it has one there.
+fn last_stat(b: &BlockMeta, m: &ColMeta) -> Option<Value> {
+    (m.stats.count > 0 && m.stats.last_ts == b.ts_max).then(|| stat_value(m.ty, m.stats.last)).flatten()
 }
 
 /// The last row of block `b` as rows (see [`stats_value`]): a column the block has is a column, null
@@ -261,9 +265,9 @@ fn stats_rows(b: &BlockMeta, series: SeriesId, cols: &[(ColId, FieldType)]) -> S
     let cols = cols
         .iter()
         .map(|(col, ty)| {
-            b.col(*col).filter(|m| m.ty == *ty)?;
+            let m = b.col(*col).filter(|m| m.ty == *ty)?;
             let mut c = Column::with_capacity(*ty, 1);
-            match stats_value(b, (*col, *ty)) {
+            match last_stat(b, m) {
                 Some(v) => assert!(c.push_value(&v), "a statistic of the column's own type"),
                 None => c.push_null(),
             }
