@@ -54,7 +54,7 @@ use crate::memtable::MemGen;
 use crate::rows::{self, RowsRef, SeriesRows};
 use crate::placement::Placement;
 use crate::block_cache::{BlockIndexCache, BlockIndexCacheStats};
-use crate::segment::{PartitionedWriter, Segment, SegmentScan, SeriesBlocks, is_canonical_name};
+use crate::segment::{BlockMeta, PartitionedWriter, Segment, SegmentScan, SeriesBlocks, is_canonical_name};
 use crate::throttle::{SystemThrottleClock, ThrottleClock, TokenBucket};
 use crate::tombstone::{self, Tombstone};
 use crate::types::{FieldType, Value};
@@ -1149,12 +1149,33 @@ impl TableSnapshot {
     /// source where it was decoded (a pack's rows are a slice of the pack). A series under a tombstone,
     /// or with sources that overlap in time, takes `read_series`' merge.
     pub fn scan(&self, series: &[SeriesId], f: impl FnMut(RowsRef<'_>)) -> Result<()> {
-        self.scan_with(series, series.len() <= limits::SCAN_CACHED_SERIES_MAX, f)
+        self.scan_with(series, series.len() <= limits::SCAN_CACHED_SERIES_MAX, |_, _| true, f)
     }
 
-    /// [`TableSnapshot::scan`], caching the block-index groups it decodes or not (see
+    /// [`TableSnapshot::scan`] without the rows of the blocks `keep` refuses, from their statistics
+    /// (a condition on a field no row of the block can meet: TSBS's `usage_user > 90` over a block whose
+    /// maximum is 85). Only a block that alone holds the series' rows over its time range is offered
+    /// (no other source overlaps it, no tombstone hides rows of the series): its rows there are the
+    /// answer's rows, so its statistics are theirs (over the whole block, a superset of the range).
+    /// Other sources are read as `scan` reads them.
+    pub fn scan_blocks_where(
+        &self,
+        series: &[SeriesId],
+        keep: impl FnMut(SeriesId, &BlockMeta) -> bool,
+        f: impl FnMut(RowsRef<'_>),
+    ) -> Result<()> {
+        self.scan_with(series, series.len() <= limits::SCAN_CACHED_SERIES_MAX, keep, f)
+    }
+
+    /// [`TableSnapshot::scan_blocks_where`], caching the block-index groups it decodes or not (see
     /// [`limits::SCAN_CACHED_SERIES_MAX`]); tests take both ways on a few series.
-    pub(crate) fn scan_with(&self, series: &[SeriesId], cache_groups: bool, mut f: impl FnMut(RowsRef<'_>)) -> Result<()> {
+    pub(crate) fn scan_with(
+        &self,
+        series: &[SeriesId],
+        cache_groups: bool,
+        mut keep: impl FnMut(SeriesId, &BlockMeta) -> bool,
+        mut f: impl FnMut(RowsRef<'_>),
+    ) -> Result<()> {
         if self.ts_min > self.ts_max {
             return Ok(()); // e.g. a range wholly before the retention cutoff
         }
@@ -1207,6 +1228,9 @@ impl TableSnapshot {
                 let r = match source {
                     Source::Block(i, j) => {
                         let b = found[i].get(j).expect("a block found above");
+                        if !keep(s, b) {
+                            continue;
+                        }
                         cursors[i].read(b, self.ts_min, self.ts_max, &self.cols, &mut owned)?
                     }
                     Source::Frozen(i) => {

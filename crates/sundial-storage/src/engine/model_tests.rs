@@ -35,6 +35,11 @@ impl Rng {
 
 type Row = BTreeMap<&'static str, Value>;
 
+thread_local! {
+    /// Blocks `scan_blocks_where` refused in this test's runs: the pruning check must prune something.
+    static PRUNED_BLOCKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 #[derive(Default)]
 struct Model {
     rows: BTreeMap<(&'static str, i64), Row>,
@@ -239,7 +244,7 @@ impl Harness {
             let snap = e.snapshot(db, table, &series, lo, hi, &col_ids);
             let mut got: BTreeMap<(&'static str, i64), Row> = BTreeMap::new();
             let mut prev: Option<(SeriesId, i64)> = None;
-            snap.scan_with(&series, cache_groups, |r| {
+            snap.scan_with(&series, cache_groups, |_, _| true, |r| {
                 assert!(!r.ts.is_empty() && r.n_cols() == cols.len());
                 assert!(prev.is_none_or(|(ps, pt)| ps < r.series || (ps == r.series && pt < r.ts[0])), "seed {seed} step {step}: scan order");
                 prev = Some((r.series, r.ts[r.ts.len() - 1]));
@@ -259,6 +264,47 @@ impl Harness {
             got.retain(|_, row| !row.is_empty());
             let want: BTreeMap<_, _> = self.model.rows.iter().filter(|((_, t), _)| lo <= *t && *t <= hi).map(|(k, v)| (*k, v.clone())).collect();
             assert_eq!(got, want, "seed {seed} step {step}: scan of [{lo}, {hi}]; last ops {:#?}", self.log.iter().rev().take(8).collect::<Vec<_>>());
+        }
+        // Blocks refused from their statistics (`a >= threshold` impossible: no `a`, or its maximum
+        // below) hold no row meeting it: the scan without them finds every such row of the model.
+        if let Some(a) = cols.iter().position(|c| c.0 == "a") {
+            let a_col = cols[a].1;
+            for threshold in [-400i64, 0, 450] {
+                let snap = e.snapshot(db, table, &series, i64::MIN, i64::MAX, &col_ids);
+                let may_meet = |b: &BlockMeta| b.col(a_col).is_some_and(|m| m.stats.count > 0 && m.stats.max as i64 >= threshold);
+                let (mut offered, mut refused) = (0, 0);
+                let mut got: BTreeMap<(&'static str, i64), Value> = BTreeMap::new();
+                snap.scan_blocks_where(
+                    &series,
+                    |_, b| {
+                        offered += 1;
+                        refused += usize::from(!may_meet(b));
+                        may_meet(b)
+                    },
+                    |r| {
+                        let host = host_of(r.series);
+                        for (i, ts) in r.ts.iter().enumerate() {
+                            if let Some(v @ Value::Integer(x)) = r.col(a).and_then(|c| c.get(r.offset + i)) {
+                                if x >= threshold {
+                                    got.insert((host, *ts), v);
+                                }
+                            }
+                        }
+                    },
+                )
+                .unwrap();
+                let want: BTreeMap<_, _> = self
+                    .model
+                    .rows
+                    .iter()
+                    .filter_map(|(k, row)| match row.get("a") {
+                        Some(v @ Value::Integer(x)) if *x >= threshold => Some((*k, v.clone())),
+                        _ => None,
+                    })
+                    .collect();
+                assert_eq!(got, want, "seed {seed} step {step}: a >= {threshold} with {refused} of {offered} blocks refused");
+                PRUNED_BLOCKS.with(|p| p.set(p.get() + refused));
+            }
         }
         for k in [1usize, 3] {
             let tail = e.snapshot_tail(db, table, &series, i64::MIN, i64::MAX, &col_ids, k);
@@ -364,6 +410,7 @@ fn model_random_ops_match_reference_with_synchronous_compaction() {
     for seed in seeds() {
         run(seed, 400, 0);
     }
+    assert!(seeds().len() < 3 || PRUNED_BLOCKS.with(|p| p.get()) > 0, "no block was refused from its statistics");
 }
 
 #[test]
@@ -371,4 +418,5 @@ fn model_random_ops_match_reference_with_background_compaction_and_two_data_dirs
     for seed in seeds() {
         run(seed + 1000, 300, 2);
     }
+    assert!(seeds().len() < 3 || PRUNED_BLOCKS.with(|p| p.get()) > 0, "no block was refused from its statistics");
 }

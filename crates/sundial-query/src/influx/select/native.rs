@@ -24,7 +24,8 @@ use std::sync::Arc;
 use regex::Regex;
 use sundial_storage::Engine;
 use sundial_storage::catalog::{Catalog, ColId, ColumnKind, DbId, SeriesId, TableCatalog, TableId};
-use sundial_storage::types::{ColumnValues, FieldType, Value};
+use sundial_storage::segment::BlockMeta;
+use sundial_storage::types::{Column, ColumnValues, FieldType, Value};
 
 use super::{Call, Func, bucket_start, compile};
 use crate::influx::{RESULT_ROWS_MAX, too_many_rows};
@@ -348,20 +349,21 @@ impl Pred {
         }
     }
 
-    /// Per row of `range`: does it pass? `self` is a residual (no tag tests left).
-    fn mask(&self, cols: &[Option<sundial_storage::types::Column>], range: std::ops::Range<usize>) -> Vec<bool> {
+    /// Per row of `range` of the columns `col` gives (by index of `Scope::fields`): does it pass?
+    /// `self` is a residual (no tag tests left).
+    fn mask<'c>(&self, col: &dyn Fn(usize) -> Option<&'c Column>, range: std::ops::Range<usize>) -> Vec<bool> {
         match self {
             Pred::And(a, b) => {
-                let mut m = a.mask(cols, range.clone());
-                m.iter_mut().zip(b.mask(cols, range)).for_each(|(x, y)| *x &= y);
+                let mut m = a.mask(col, range.clone());
+                m.iter_mut().zip(b.mask(col, range)).for_each(|(x, y)| *x &= y);
                 m
             }
             Pred::Or(a, b) => {
-                let mut m = a.mask(cols, range.clone());
-                m.iter_mut().zip(b.mask(cols, range)).for_each(|(x, y)| *x |= y);
+                let mut m = a.mask(col, range.clone());
+                m.iter_mut().zip(b.mask(col, range)).for_each(|(x, y)| *x |= y);
                 m
             }
-            Pred::Field(f, op, n) => match cols.get(*f).and_then(Option::as_ref) {
+            Pred::Field(f, op, n) => match col(*f) {
                 None => vec![false; range.len()],
                 Some(c) => {
                     let test = |o: Ordering| holds(*op, o);
@@ -385,6 +387,61 @@ impl Pred {
                 }
             },
             other => vec![other.eval(&|_| None).unwrap_or(false); range.len()],
+        }
+    }
+
+    /// Whether any row of block `b` may pass this residual, from the block's statistics: `false` only
+    /// when none can, as [`Pred::mask`] would find (a field the block lacks is null in its rows; a
+    /// minimum above, or a maximum below, what a comparison needs). `fields`: `Scope::fields`.
+    fn may_hold(&self, b: &BlockMeta, fields: &[(ColId, FieldType)]) -> bool {
+        match self {
+            Pred::Const(v) => *v,
+            Pred::And(x, y) => x.may_hold(b, fields) && y.may_hold(b, fields),
+            Pred::Or(x, y) => x.may_hold(b, fields) || y.may_hold(b, fields),
+            Pred::Field(f, op, n) => {
+                let Some(m) = fields.get(*f).and_then(|(c, _)| b.col(*c)) else { return false };
+                if m.stats.count == 0 {
+                    return false;
+                }
+                let (lo, hi) = match (m.ty, *n) {
+                    (FieldType::Integer, Number::Int(n)) => ((m.stats.min as i64).cmp(&n), (m.stats.max as i64).cmp(&n)),
+                    (FieldType::Integer, Number::Float(n)) => {
+                        // `as f64` keeps the order: the bounds stay bounds.
+                        ((m.stats.min as i64 as f64).total_cmp(&n), (m.stats.max as i64 as f64).total_cmp(&n))
+                    }
+                    (FieldType::Float, n) => {
+                        let n = match n {
+                            Number::Int(i) => i as f64,
+                            Number::Float(x) => x,
+                        };
+                        // The mask compares in total order, where a NaN passes `> n` and -0 is below +0;
+                        // the statistics skip NaNs (a NaN makes the sum NaN, so a block whose sum is not
+                        // NaN has none) and may keep either zero: both zeros are taken as in range.
+                        if f64::from_bits(m.stats.sum).is_nan() {
+                            return true;
+                        }
+                        let (mut lo, mut hi) = (f64::from_bits(m.stats.min), f64::from_bits(m.stats.max));
+                        if lo == 0.0 {
+                            lo = -0.0;
+                        }
+                        if hi == 0.0 {
+                            hi = 0.0;
+                        }
+                        (lo.total_cmp(&n), hi.total_cmp(&n))
+                    }
+                    _ => return true,
+                };
+                match op {
+                    BinaryOp::Gt => hi.is_gt(),
+                    BinaryOp::GtEq => hi.is_ge(),
+                    BinaryOp::Lt => lo.is_lt(),
+                    BinaryOp::LtEq => lo.is_le(),
+                    BinaryOp::Eq => lo.is_le() && hi.is_ge(),
+                    BinaryOp::NotEq => !(lo.is_eq() && hi.is_eq()),
+                    _ => true,
+                }
+            }
+            _ => true,
         }
     }
 }
@@ -1137,17 +1194,17 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
     };
     let mut out = Vec::new();
     let mut n_rows = 0usize;
+    let tail = match snap {
+        Snapshot::Full(full) => return full_rows(plan, &full, series, series_tags, &make_row),
+        Snapshot::Tail(tail) => tail,
+    };
     for (sid, tags) in series.iter().zip(series_tags) {
-        let tag = |c: ColId| match plan.tag_cols.iter().position(|x| *x == c).map(|i| &tags[i]) {
-            Some(Cell::String(v)) => Some(&**v),
-            _ => None,
-        };
-        let residual = plan.pred.residual(&tag);
+        let residual = plan.pred.residual(&|c| tag_value(plan, &tags, c));
         if matches!(residual, Pred::Const(false)) {
             continue;
         }
         let mut rows = Vec::new();
-        if let (Snapshot::Tail(tail), Some(1), Pred::Const(true)) = (&snap, plan.tail, &residual) {
+        if let (Some(1), Pred::Const(true)) = (plan.tail, &residual) {
             // The last row alone (TSBS's lastpoint): no columns built, mostly from block statistics.
             let Some(last) = tail.read_last(*sid).map_err(|e| e.to_string())? else { continue };
             let selected = &last.values[..plan.selected];
@@ -1156,12 +1213,12 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
             }
             rows.push(make_row(last.ts, &tags, &|k| selected[k].as_ref().map_or(Cell::Null, value_cell)));
         } else {
-            let Some(r) = snap.read_series(*sid).map_err(|e| e.to_string())? else { continue };
+            let Some(r) = tail.read_series(*sid).map_err(|e| e.to_string())? else { continue };
             let start = r.ts.partition_point(|t| *t < sc.lo);
             let end = r.ts.partition_point(|t| *t <= sc.hi);
             let mask = match residual {
                 Pred::Const(true) => None,
-                p => Some(p.mask(&r.cols, start..end)),
+                p => Some(p.mask(&|f| r.cols.get(f).and_then(Option::as_ref), start..end)),
             };
             let selected = &r.cols[..plan.selected];
             for i in start..end {
@@ -1183,6 +1240,89 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
         }
         out.push(RawChunk { tags, rows });
     }
+    Ok(out)
+}
+
+/// The value of tag `c` among a series' `tags` (the plan's tag columns' cells).
+fn tag_value<'t>(plan: &RawPlan, tags: &'t [Cell], c: ColId) -> Option<&'t str> {
+    match plan.tag_cols.iter().position(|x| *x == c).map(|i| &tags[i]) {
+        Some(Cell::String(v)) => Some(v),
+        _ => None,
+    }
+}
+
+/// [`raw_rows`] over a whole snapshot: the series read through one scan, which hands a block's rows
+/// out where they were decoded and leaves out the blocks whose statistics show no row can meet the
+/// series' field conditions (TSBS's high-cpu: `usage_user > 90`).
+fn full_rows(
+    plan: &RawPlan,
+    snap: &sundial_storage::engine::TableSnapshot,
+    series: &[SeriesId],
+    series_tags: Vec<Vec<Cell>>,
+    make_row: &dyn Fn(i64, &[Cell], &dyn Fn(usize) -> Cell) -> Vec<Cell>,
+) -> Result<Vec<RawChunk>, String> {
+    let sc = &plan.scope;
+    // Per series (by position in `series`): what is left of the condition once its tags are known.
+    let mut residuals: Vec<Pred> = Vec::with_capacity(series.len());
+    let mut wanted: Vec<SeriesId> = Vec::with_capacity(series.len());
+    for (sid, tags) in series.iter().zip(&series_tags) {
+        let residual = plan.pred.residual(&|c| tag_value(plan, tags, c));
+        if !matches!(residual, Pred::Const(false)) {
+            wanted.push(*sid);
+        }
+        residuals.push(residual);
+    }
+    let mut tags_of: Vec<Option<Vec<Cell>>> = series_tags.into_iter().map(Some).collect();
+    // `series` is ascending (the scan's order too): a series' position by binary search.
+    let at = |s: SeriesId| series.binary_search(&s).expect("a scanned series is one of the part's");
+    let mut out: Vec<RawChunk> = Vec::new();
+    // The series being read (its position) and its rows so far: a series comes in one or more runs.
+    let mut current: Option<(usize, Vec<Vec<Cell>>)> = None;
+    let mut n_rows = 0usize;
+    let mut too_many = false;
+    let finish = |current: Option<(usize, Vec<Vec<Cell>>)>, out: &mut Vec<RawChunk>, tags_of: &mut Vec<Option<Vec<Cell>>>| {
+        if let Some((k, rows)) = current.filter(|(_, rows)| !rows.is_empty()) {
+            out.push(RawChunk { tags: tags_of[k].take().unwrap_or_default(), rows });
+        }
+    };
+    snap.scan_blocks_where(
+        &wanted,
+        |s, b| residuals[at(s)].may_hold(b, &sc.fields),
+        |r| {
+            if too_many {
+                return;
+            }
+            let k = at(r.series);
+            if current.as_ref().is_none_or(|(c, _)| *c != k) {
+                finish(current.replace((k, Vec::new())), &mut out, &mut tags_of);
+            }
+            let Some((_, rows)) = current.as_mut() else { return };
+            let tags = tags_of[k].as_deref().unwrap_or_default();
+            let (start, end) = (r.ts.partition_point(|t| *t < sc.lo), r.ts.partition_point(|t| *t <= sc.hi));
+            // Rows `start..end` of these runs are rows `off + start..off + end` of their columns.
+            let off = r.offset;
+            let mask = match &residuals[k] {
+                Pred::Const(true) => None,
+                p => Some(p.mask(&|f| if f < r.n_cols() { r.col(f) } else { None }, off + start..off + end)),
+            };
+            for i in start..end {
+                if mask.as_ref().is_some_and(|m| !m[i - start]) || !(0..plan.selected).any(|f| r.col(f).is_some_and(|c| c.validity[off + i])) {
+                    continue;
+                }
+                if n_rows == RESULT_ROWS_MAX {
+                    too_many = true;
+                    return;
+                }
+                n_rows += 1;
+                rows.push(make_row(r.ts[i], tags, &|f| r.col(f).map_or(Cell::Null, |c| column_cell(c, off + i))));
+            }
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    if too_many {
+        return Err(too_many_rows());
+    }
+    finish(current, &mut out, &mut tags_of);
     Ok(out)
 }
 
