@@ -230,13 +230,13 @@ impl ScanExec {
 }
 
 /// A table's rows as a scan reads them: whole, or only each series' last rows.
-pub(crate) enum Snapshot {
+enum Snapshot {
     Full(TableSnapshot),
     Tail(TailSnapshot),
 }
 
 impl Snapshot {
-    pub(crate) fn read_series(&self, s: SeriesId) -> sundial_storage::Result<Option<sundial_storage::rows::SeriesRows>> {
+    fn read_series(&self, s: SeriesId) -> sundial_storage::Result<Option<sundial_storage::rows::SeriesRows>> {
         match self {
             Snapshot::Full(snap) => snap.read_series(s),
             Snapshot::Tail(snap) => snap.read_series(s),

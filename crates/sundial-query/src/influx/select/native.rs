@@ -24,13 +24,13 @@ use std::sync::Arc;
 use regex::Regex;
 use sundial_storage::Engine;
 use sundial_storage::catalog::{Catalog, ColId, ColumnKind, DbId, SeriesId, TableCatalog, TableId};
+use sundial_storage::rows::RowsRef;
 use sundial_storage::segment::BlockMeta;
 use sundial_storage::types::{Column, ColumnValues, FieldType, Value};
 
 use super::{Call, Func, bucket_start, compile};
 use crate::influx::{RESULT_ROWS_MAX, too_many_rows};
 use crate::influx::cell::Cell;
-use crate::scan::Snapshot;
 use crate::influx::cond::{ColKind, TableInfo, TimeRange, flip};
 use crate::influxql::{BinaryOp, Expr};
 
@@ -1169,10 +1169,6 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
     let series = &sc.series[range];
     // Built per part (in parallel), before the snapshot: the catalog's lock is not held while reading.
     let series_tags = tag_cells(engine, sc, &plan.tag_cols, series);
-    let snap = match plan.tail {
-        Some(n) => Snapshot::Tail(engine.snapshot_tail(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields, n)),
-        None => Snapshot::Full(engine.snapshot(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields)),
-    };
     let n_tags = plan.tag_cols.len();
     // A row's cells from its time, its series' tags and its fields' cells.
     let make_row = |t: i64, tags: &[Cell], field: &dyn Fn(usize) -> Cell| -> Vec<Cell> {
@@ -1192,55 +1188,71 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
             }
         }
     };
+    let Some(n) = plan.tail else {
+        let snap = engine.snapshot(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields);
+        return full_rows(plan, &snap, series, series_tags, &make_row);
+    };
+    let tail = engine.snapshot_tail(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields, n);
     let mut out = Vec::new();
     let mut n_rows = 0usize;
-    let tail = match snap {
-        Snapshot::Full(full) => return full_rows(plan, &full, series, series_tags, &make_row),
-        Snapshot::Tail(tail) => tail,
-    };
     for (sid, tags) in series.iter().zip(series_tags) {
         let residual = plan.pred.residual(&|c| tag_value(plan, &tags, c));
         if matches!(residual, Pred::Const(false)) {
             continue;
         }
         let mut rows = Vec::new();
-        if let (Some(1), Pred::Const(true)) = (plan.tail, &residual) {
+        if n == 1 && matches!(residual, Pred::Const(true)) {
             // The last row alone (TSBS's lastpoint): no columns built, mostly from block statistics.
             let Some(last) = tail.read_last(*sid).map_err(|e| e.to_string())? else { continue };
             let selected = &last.values[..plan.selected];
             if selected.iter().all(Option::is_none) {
                 continue;
             }
+            if n_rows == RESULT_ROWS_MAX {
+                return Err(too_many_rows());
+            }
+            n_rows += 1;
             rows.push(make_row(last.ts, &tags, &|k| selected[k].as_ref().map_or(Cell::Null, value_cell)));
         } else {
             let Some(r) = tail.read_series(*sid).map_err(|e| e.to_string())? else { continue };
-            let start = r.ts.partition_point(|t| *t < sc.lo);
-            let end = r.ts.partition_point(|t| *t <= sc.hi);
-            let mask = match residual {
-                Pred::Const(true) => None,
-                p => Some(p.mask(&|f| r.cols.get(f).and_then(Option::as_ref), start..end)),
-            };
-            let selected = &r.cols[..plan.selected];
-            for i in start..end {
-                if mask.as_ref().is_some_and(|m| !m[i - start]) || !selected.iter().flatten().any(|c| c.validity[i]) {
-                    continue;
-                }
-                if n_rows + rows.len() == RESULT_ROWS_MAX {
-                    return Err(too_many_rows());
-                }
-                rows.push(make_row(r.ts[i], &tags, &|k| selected[k].as_ref().map_or(Cell::Null, |c| column_cell(c, i))));
+            if !run_rows(plan, &residual, RowsRef::of(&r), &tags, &make_row, &mut rows, &mut n_rows) {
+                return Err(too_many_rows());
             }
         }
         if rows.is_empty() {
             continue;
         }
-        n_rows += rows.len();
-        if n_rows > RESULT_ROWS_MAX {
-            return Err(too_many_rows());
-        }
         out.push(RawChunk { tags, rows });
     }
     Ok(out)
+}
+
+/// Makes a raw row from its time, its series' tags and its fields' cells (see [`raw_rows`]).
+type MakeRow<'a> = dyn Fn(i64, &[Cell], &dyn Fn(usize) -> Cell) -> Vec<Cell> + 'a;
+
+/// Adds to `rows` the rows of the run `r` of one series that are in the statement's range, pass
+/// `residual` and have a selected field set; `n_rows` counts the part's rows. `false` when one more
+/// would pass [`RESULT_ROWS_MAX`].
+fn run_rows(plan: &RawPlan, residual: &Pred, r: RowsRef<'_>, tags: &[Cell], make_row: &MakeRow<'_>, rows: &mut Vec<Vec<Cell>>, n_rows: &mut usize) -> bool {
+    let sc = &plan.scope;
+    let (start, end) = (r.ts.partition_point(|t| *t < sc.lo), r.ts.partition_point(|t| *t <= sc.hi));
+    // Rows `start..end` of the run are rows `off + start..off + end` of its columns.
+    let off = r.offset;
+    let mask = match residual {
+        Pred::Const(true) => None,
+        p => Some(p.mask(&|f| if f < r.n_cols() { r.col(f) } else { None }, off + start..off + end)),
+    };
+    for i in start..end {
+        if mask.as_ref().is_some_and(|m| !m[i - start]) || !(0..plan.selected).any(|f| r.col(f).is_some_and(|c| c.validity[off + i])) {
+            continue;
+        }
+        if *n_rows == RESULT_ROWS_MAX {
+            return false;
+        }
+        *n_rows += 1;
+        rows.push(make_row(r.ts[i], tags, &|f| r.col(f).map_or(Cell::Null, |c| column_cell(c, off + i))));
+    }
+    true
 }
 
 /// The value of tag `c` among a series' `tags` (the plan's tag columns' cells).
@@ -1259,7 +1271,7 @@ fn full_rows(
     snap: &sundial_storage::engine::TableSnapshot,
     series: &[SeriesId],
     series_tags: Vec<Vec<Cell>>,
-    make_row: &dyn Fn(i64, &[Cell], &dyn Fn(usize) -> Cell) -> Vec<Cell>,
+    make_row: &MakeRow<'_>,
 ) -> Result<Vec<RawChunk>, String> {
     let sc = &plan.scope;
     // Per series (by position in `series`): what is left of the condition once its tags are known.
@@ -1298,24 +1310,7 @@ fn full_rows(
             }
             let Some((_, rows)) = current.as_mut() else { return };
             let tags = tags_of[k].as_deref().unwrap_or_default();
-            let (start, end) = (r.ts.partition_point(|t| *t < sc.lo), r.ts.partition_point(|t| *t <= sc.hi));
-            // Rows `start..end` of these runs are rows `off + start..off + end` of their columns.
-            let off = r.offset;
-            let mask = match &residuals[k] {
-                Pred::Const(true) => None,
-                p => Some(p.mask(&|f| if f < r.n_cols() { r.col(f) } else { None }, off + start..off + end)),
-            };
-            for i in start..end {
-                if mask.as_ref().is_some_and(|m| !m[i - start]) || !(0..plan.selected).any(|f| r.col(f).is_some_and(|c| c.validity[off + i])) {
-                    continue;
-                }
-                if n_rows == RESULT_ROWS_MAX {
-                    too_many = true;
-                    return;
-                }
-                n_rows += 1;
-                rows.push(make_row(r.ts[i], tags, &|f| r.col(f).map_or(Cell::Null, |c| column_cell(c, off + i))));
-            }
+            too_many = !run_rows(plan, &residuals[k], r, tags, make_row, rows, &mut n_rows);
         },
     )
     .map_err(|e| e.to_string())?;
