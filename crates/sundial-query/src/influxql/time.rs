@@ -128,7 +128,7 @@ pub fn write_time_rfc3339(out: &mut String, ns: i64) {
     let nanos = ns.rem_euclid(NS_PER_SEC as i64);
     let days = secs.div_euclid(SECS_PER_DAY as i64);
     let sod = secs.rem_euclid(SECS_PER_DAY as i64);
-    let (year, month, day) = civil_from_days(i128::from(days));
+    let (year, month, day) = civil_from_days(days);
     // An i64 of nanoseconds spans the years 1677 to 2262: always four digits.
     let mut b = *b"0000-00-00T00:00:00";
     let put = |b: &mut [u8; 19], at: usize, width: usize, mut v: i64| {
@@ -137,9 +137,9 @@ pub fn write_time_rfc3339(out: &mut String, ns: i64) {
             v /= 10;
         }
     };
-    put(&mut b, 0, 4, year as i64);
-    put(&mut b, 5, 2, month as i64);
-    put(&mut b, 8, 2, day as i64);
+    put(&mut b, 0, 4, year);
+    put(&mut b, 5, 2, month);
+    put(&mut b, 8, 2, day);
     put(&mut b, 11, 2, sod / 3600);
     put(&mut b, 14, 2, sod / 60 % 60);
     put(&mut b, 17, 2, sod % 60);
@@ -216,8 +216,10 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i128 {
     era * 146_097 + doe - 719_468
 }
 
-/// The date of a day count since 1970-01-01 (inverse of [`days_from_civil`]).
-fn civil_from_days(days: i128) -> (i128, i128, i128) {
+/// The date of a day count since 1970-01-01 (inverse of [`days_from_civil`]). In `i64`, not `i128`:
+/// this runs once per result row, and `i128` division is a library call (the days of an `i64` of
+/// nanoseconds are within ±110,000).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -226,6 +228,6 @@ fn civil_from_days(days: i128) -> (i128, i128, i128) {
     let mp = (5 * doy + 2) / 153;
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i128::from(month <= 2);
+    let year = yoe + era * 400 + i64::from(month <= 2);
     (year, month, day)
 }

@@ -28,7 +28,7 @@ use sundial_storage::rows::RowsRef;
 use sundial_storage::segment::BlockMeta;
 use sundial_storage::types::{Column, ColumnValues, FieldType, Value};
 
-use super::{Call, Func, bucket_start, compile};
+use super::{Call, FlatRows, Func, bucket_start, compile};
 use crate::influx::{RESULT_ROWS_MAX, too_many_rows};
 use crate::influx::cell::Cell;
 use crate::influx::cond::{ColKind, TableInfo, TimeRange, flip};
@@ -51,6 +51,8 @@ pub(super) static NARROWED: std::sync::atomic::AtomicUsize = std::sync::atomic::
 #[cfg(test)]
 pub(super) static WIDENED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
+/// The most (group, bucket) slots a fold reserves room for up front (more grow as they come).
+const FOLD_SLOTS_RESERVED_MAX: usize = 1 << 14;
 /// Blocking tasks per statement: the cores of the machine the benchmarks run on. More would only
 /// queue behind each other; concurrent statements already share the cores.
 const TASKS: usize = 2;
@@ -892,8 +894,24 @@ struct Folded {
 
 impl Folded {
     fn new(plan: &Plan) -> Self {
-        let template = plan.scope.fields.iter().map(|(_, ty)| FieldAcc::new(*ty)).collect();
-        let mut f = Folded { template, index: foldhash::HashMap::default(), keys: Vec::new(), rows: Vec::new(), accs: Vec::new() };
+        let template: Vec<FieldAcc> = plan.scope.fields.iter().map(|(_, ty)| FieldAcc::new(*ty)).collect();
+        // Room for the (group, bucket)s a bounded range can have, up to a cap: a rollup of 720 buckets
+        // otherwise grows its index through seven rehashes.
+        let (lo, hi) = (plan.scope.lo, plan.scope.hi);
+        let slots = match plan.bucket {
+            Some((interval, _)) if lo != i64::MIN && hi != i64::MAX => {
+                usize::try_from((hi.saturating_sub(lo) / interval).saturating_add(1)).unwrap_or(usize::MAX)
+            }
+            _ => 1,
+        };
+        let slots = slots.saturating_mul(plan.groups.len().max(1)).min(FOLD_SLOTS_RESERVED_MAX);
+        let mut f = Folded {
+            index: foldhash::HashMap::with_capacity_and_hasher(slots, Default::default()),
+            keys: Vec::with_capacity(slots),
+            rows: Vec::with_capacity(slots),
+            accs: Vec::with_capacity(slots * template.len()),
+            template,
+        };
         if plan.global {
             f.slot(0, 0);
         }
@@ -968,7 +986,7 @@ fn fold(engine: &Engine, read: &Read, range: std::ops::Range<usize>) -> Result<F
                 Some((interval, offset)) => {
                     let first = bucket_start(ts[a], interval, offset);
                     let limit = first.saturating_add(interval);
-                    (first, a + ts[a..end].partition_point(|t| *t < limit))
+                    (first, a + partition_near(&ts[a..end], limit))
                 }
             };
             // Rows with at least one of the fields set: the SQL's `count(*)` under its WHERE.
@@ -991,6 +1009,19 @@ fn fold(engine: &Engine, read: &Read, range: std::ops::Range<usize>) -> Result<F
     });
     result.map_err(|e| e.to_string())?;
     Ok(out)
+}
+
+/// `ts.partition_point(|t| *t < limit)` for a sorted `ts` whose answer is likely near its start (a
+/// bucket's rows among the rest of the series'): galloping from the start, so a bucket of six rows
+/// costs three comparisons rather than a search over every row after it.
+fn partition_near(ts: &[i64], limit: i64) -> usize {
+    let mut end = 1;
+    while end < ts.len() && ts[end - 1] < limit {
+        end *= 2;
+    }
+    let start = end / 2;
+    let end = end.min(ts.len());
+    start + ts[start..end].partition_point(|t| *t < limit)
 }
 
 /// Runs `work` over the series `0..n`: on the calling task when there are few, else split over
@@ -1022,7 +1053,7 @@ async fn in_parts<P: Send + Sync + 'static, T: Send + 'static>(
 /// `Ctx::head_buckets`), only the first `head` buckets from the earliest row the storage knows of are
 /// read; the whole range is read when the answer does not start at that bucket (the bound can be
 /// early: rows deleted, or without the fields).
-pub(super) async fn run(engine: Arc<Engine>, plan: Plan, head: Option<u64>) -> Result<Vec<Vec<Cell>>, String> {
+pub(super) async fn run(engine: Arc<Engine>, plan: Plan, head: Option<u64>) -> Result<FlatRows, String> {
     let plan = Arc::new(plan);
     if let Some((first, hi)) = head.and_then(|n| head_bound(&engine, &plan, n)) {
         #[cfg(test)]
@@ -1049,18 +1080,22 @@ async fn fold_to(engine: Arc<Engine>, plan: &Arc<Plan>, hi: i64) -> Result<Folde
     Ok(total)
 }
 
-fn rows(plan: &Plan, folded: Folded) -> Result<Vec<Vec<Cell>>, String> {
+fn rows(plan: &Plan, folded: Folded) -> Result<FlatRows, String> {
     if folded.keys.len() > RESULT_ROWS_MAX {
         return Err(too_many_rows());
     }
     let nf = folded.template.len();
-    let mut out = Vec::with_capacity(folded.keys.len());
-    // Cells after the group's: the bucket, the guard counts, each call's value (and time).
-    let width = 1 + if plan.global { nf } else { 1 } + plan.calls.len() * (1 + usize::from(plan.with_time));
+    // The group's cells, the bucket, the guard counts, each call's value (and time).
+    let width = plan.groups.first().map_or(0, Vec::len)
+        + usize::from(plan.bucket.is_some())
+        + if plan.global { nf } else { 1 }
+        + plan.calls.len() * (1 + usize::from(plan.with_time));
+    let mut out = FlatRows::with_capacity(width, folded.keys.len());
     for (s, (g, bucket)) in folded.keys.iter().enumerate() {
         let accs = &folded.accs[s * nf..(s + 1) * nf];
         let group = &plan.groups[*g as usize];
-        let mut row = Vec::with_capacity(group.len() + width);
+        let row = out.cells();
+        let start = row.len();
         row.extend_from_slice(group);
         if plan.bucket.is_some() {
             row.push(Cell::Integer(*bucket));
@@ -1071,9 +1106,9 @@ fn rows(plan: &Plan, folded: Folded) -> Result<Vec<Vec<Cell>>, String> {
             row.push(Cell::Integer(folded.rows[s] as i64));
         }
         for (func, f) in &plan.calls {
-            accs[*f].cells(*func, plan.with_time, &mut row);
+            accs[*f].cells(*func, plan.with_time, row);
         }
-        out.push(row);
+        debug_assert_eq!(row.len() - start, width, "every row {width} cells");
     }
     Ok(out)
 }
@@ -1371,6 +1406,7 @@ mod tests {
 
     use crate::QueryEngine;
     use crate::influx::{Cell, InfluxQl, StatementResult};
+    use super::partition_near;
 
     /// splitmix64: reproducible without a dependency.
     struct Rng(u64);
@@ -1394,6 +1430,19 @@ mod tests {
 
     /// The integer fast paths (one integer sum; best value then its position) give exactly what the
     /// one-by-one folds give, including near and past the 2^53 bound where doubles start rounding.
+    #[test]
+    fn partition_near_answers_as_partition_point() {
+        for len in 0..40i64 {
+            for step in [1, 2, 3] {
+                // Distinct times (step 1) and runs of equal ones (a bucket of several rows at one time).
+                let ts: Vec<i64> = (0..len).map(|i| i * 2 / step).collect();
+                for limit in -1..=len * 2 + 1 {
+                    assert_eq!(partition_near(&ts, limit), ts.partition_point(|t| *t < limit), "{ts:?} below {limit}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn integer_fast_paths_match_the_plain_folds() {
         use super::Num;
