@@ -34,13 +34,14 @@ use crate::influx::cell::Cell;
 use crate::influx::cond::{ColKind, TableInfo, TimeRange, flip};
 use crate::influxql::{BinaryOp, Expr};
 
-/// Below this many series a statement runs on the calling task; from it, the series are split over
-/// [`TASKS`] blocking tasks (a one-host rollup is done before a thread could be woken).
-const PARALLEL_MIN_SERIES: usize = 8;
-/// The same for reading each series' last row alone (about 1.5 µs a series, mostly from block
-/// statistics): TSBS's lastpoint at 100 hosts is done on the calling task in less than waking two
-/// threads and waiting for them costs.
-const PARALLEL_MIN_SERIES_LAST_ROW: usize = 512;
+/// A statement's read whose rest, projected from its first series ([`in_parts`]), would take less than
+/// this runs on the calling task alone: another thread is woken only for work that outlasts its waking.
+/// Waking an idle thread on this machine (a virtual one, whose idle cores sleep in the host) and
+/// joining it cost 0.1–0.25 ms: TSBS's 8-host one-hour rollup (2,880 rows) took 0.62 ms split over two
+/// threads and 0.40 ms on one.
+const PARALLEL_MIN_WORK: std::time::Duration = std::time::Duration::from_micros(300);
+/// The share of the series read first, on the calling task, to project the rest's time from.
+const PROBE_SHARE: usize = 16;
 /// Statements planned here (the differential test checks it answered them, not the SQL path).
 #[cfg(test)]
 pub(super) static PLANNED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -1024,25 +1025,41 @@ fn partition_near(ts: &[i64], limit: i64) -> usize {
     start + ts[start..end].partition_point(|t| *t < limit)
 }
 
-/// Runs `work` over the series `0..n`: on the calling task when there are few, else split over
-/// [`TASKS`] blocking tasks. The parts, in series order.
+/// Runs `work` over the series `0..n`, first over a [`PROBE_SHARE`]th of them on the calling task,
+/// timed. When the rest, at that pace, would take [`PARALLEL_MIN_WORK`] or more, it is split over
+/// [`TASKS`]: one share stays on the calling task, the others go to blocking tasks; else the calling
+/// task reads it too. The parts, in series order.
+///
+/// Why timed rather than by series count: a series costs from a microsecond (its last row, from block
+/// statistics) to milliseconds (days of rows), and only the read itself knows which. The calling task's
+/// shares hold its runtime thread meanwhile, as a statement's whole read did before when it had few
+/// series; the runtime's other thread takes the queued requests.
 async fn in_parts<P: Send + Sync + 'static, T: Send + 'static>(
     engine: Arc<Engine>,
     plan: Arc<P>,
     n: usize,
-    parallel_min: usize,
     work: fn(&Engine, &P, std::ops::Range<usize>) -> Result<T, String>,
 ) -> Result<Vec<T>, String> {
-    if n < parallel_min {
-        return Ok(vec![work(&engine, &plan, 0..n)?]);
+    let probe = (n / PROBE_SHARE).max(1).min(n);
+    let started = std::time::Instant::now();
+    let mut parts = vec![work(&engine, &plan, 0..probe)?];
+    let rest = n - probe.min(n);
+    if rest == 0 {
+        return Ok(parts);
     }
-    let tasks: Vec<_> = (0..TASKS)
+    let projected = started.elapsed().mul_f64(rest as f64 / probe as f64);
+    if rest < TASKS || projected < PARALLEL_MIN_WORK {
+        parts.push(work(&engine, &plan, probe..n)?);
+        return Ok(parts);
+    }
+    let share = |i: usize| probe + i * rest / TASKS..probe + (i + 1) * rest / TASKS;
+    let tasks: Vec<_> = (1..TASKS)
         .map(|i| {
-            let (engine, plan) = (engine.clone(), plan.clone());
-            tokio::task::spawn_blocking(move || work(&engine, &plan, i * n / TASKS..(i + 1) * n / TASKS))
+            let (engine, plan, range) = (engine.clone(), plan.clone(), share(i));
+            tokio::task::spawn_blocking(move || work(&engine, &plan, range))
         })
         .collect();
-    let mut parts = Vec::with_capacity(TASKS);
+    parts.push(work(&engine, &plan, share(0))?);
     for t in tasks {
         parts.push(t.await.map_err(|e| format!("a read task of the statement failed: {e}"))??);
     }
@@ -1072,7 +1089,7 @@ pub(super) async fn run(engine: Arc<Engine>, plan: Plan, head: Option<u64>) -> R
 /// The plan's rows up to `hi`, folded over [`in_parts`] and merged.
 async fn fold_to(engine: Arc<Engine>, plan: &Arc<Plan>, hi: i64) -> Result<Folded, String> {
     let read = Arc::new(Read { plan: plan.clone(), hi });
-    let mut parts = in_parts(engine, read, plan.scope.series.len(), PARALLEL_MIN_SERIES, fold).await?.into_iter();
+    let mut parts = in_parts(engine, read, plan.scope.series.len(), fold).await?.into_iter();
     let mut total = parts.next().expect("at least one part");
     for part in parts {
         total.merge(part);
@@ -1383,8 +1400,7 @@ pub(super) async fn run_raw(engine: Arc<Engine>, plan: RawPlan) -> Result<Vec<Ra
     let n = plan.scope.series.len();
     let mut out = Vec::new();
     let mut n_rows = 0usize;
-    let parallel_min = if plan.tail == Some(1) { PARALLEL_MIN_SERIES_LAST_ROW } else { PARALLEL_MIN_SERIES };
-    for part in in_parts(engine, Arc::new(plan), n, parallel_min, raw_rows).await? {
+    for part in in_parts(engine, Arc::new(plan), n, raw_rows).await? {
         n_rows += part.iter().map(|c| c.rows.len()).sum::<usize>();
         if n_rows > RESULT_ROWS_MAX {
             return Err(too_many_rows());
