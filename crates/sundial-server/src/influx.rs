@@ -15,7 +15,8 @@ use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use sundial_query::influx::{Cell, Series, StatementResult};
+use sundial_query::influx::values::{Chunk, Column};
+use sundial_query::influx::{Cell, Series, StatementResult, Values};
 
 use crate::AppState;
 use crate::errors::error_response;
@@ -110,11 +111,12 @@ pub fn render(results: &[StatementResult], epoch: Option<i64>) -> String {
             out.push_str(",\"series\":[");
             // Series of one statement share their column list (one `Arc`): rendered once, then copied.
             let mut columns: Option<(&std::sync::Arc<[String]>, String)> = None;
+            let mut tags = ChunkTags::default();
             for (j, s) in r.series.iter().enumerate() {
                 if j > 0 {
                     out.push(',');
                 }
-                render_series(&mut out, s, epoch, &mut columns);
+                render_series(&mut out, s, epoch, &mut columns, &mut tags);
             }
             out.push(']');
         }
@@ -128,7 +130,55 @@ pub fn render(results: &[StatementResult], epoch: Option<i64>) -> String {
     out
 }
 
-fn render_series<'s>(out: &mut String, s: &'s Series, epoch: Option<i64>, columns: &mut Option<(&'s std::sync::Arc<[String]>, String)>) {
+/// The tags of a statement's gathered chunks (shared by its series), each chunk's written as JSON when
+/// a row of it is first written: a series' tags are checked for escapes once, not once per row.
+#[derive(Default)]
+struct ChunkTags<'s> {
+    chunks: Option<&'s std::sync::Arc<[Chunk]>>,
+    json: Vec<Option<Vec<JsonStr<'s>>>>,
+}
+
+enum JsonStr<'s> {
+    /// Needs no escaping: written between quotes.
+    Plain(&'s str),
+    /// Written as it is (quotes included).
+    Escaped(String),
+    Null,
+}
+
+impl<'s> ChunkTags<'s> {
+    /// The tags of chunk `c` of `chunks`.
+    fn of(&mut self, chunks: &'s std::sync::Arc<[Chunk]>, c: usize) -> &[JsonStr<'s>] {
+        if !self.chunks.is_some_and(|x| std::sync::Arc::ptr_eq(x, chunks)) {
+            self.chunks = Some(chunks);
+            self.json.clear();
+            self.json.resize_with(chunks.len(), || None);
+        }
+        self.json[c].get_or_insert_with(|| {
+            chunks[c]
+                .tags
+                .iter()
+                .map(|t| match t {
+                    Cell::String(v) if needs_escape(v) => {
+                        let mut s = String::new();
+                        push_str(&mut s, v);
+                        JsonStr::Escaped(s)
+                    }
+                    Cell::String(v) => JsonStr::Plain(v),
+                    _ => JsonStr::Null,
+                })
+                .collect()
+        })
+    }
+}
+
+fn render_series<'s>(
+    out: &mut String,
+    s: &'s Series,
+    epoch: Option<i64>,
+    columns: &mut Option<(&'s std::sync::Arc<[String]>, String)>,
+    tags: &mut ChunkTags<'s>,
+) {
     out.push('{');
     let mut first = true;
     let mut sep = |out: &mut String| {
@@ -171,22 +221,54 @@ fn render_series<'s>(out: &mut String, s: &'s Series, epoch: Option<i64>, column
             *columns = Some((&s.columns, json));
         }
     }
-    if let Some(values) = &s.values {
-        out.push_str(",\"values\":[");
-        for (i, row) in values.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push('[');
-            for (j, c) in row.iter().enumerate() {
-                if j > 0 {
+    match &s.values {
+        None => {}
+        Some(Values::Rows(values)) => {
+            out.push_str(",\"values\":[");
+            for (i, row) in values.iter().enumerate() {
+                if i > 0 {
                     out.push(',');
                 }
-                push_cell(out, c, epoch);
+                out.push('[');
+                for (j, c) in row.iter().enumerate() {
+                    if j > 0 {
+                        out.push(',');
+                    }
+                    push_cell(out, c, epoch);
+                }
+                out.push(']');
             }
             out.push(']');
         }
-        out.push(']');
+        Some(Values::Gathered(g)) => {
+            out.push_str(",\"values\":[");
+            for (i, &(c, r)) in g.order.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let at = r as usize * g.width;
+                let row = &g.chunks[c as usize].cells[at..at + g.width];
+                out.push('[');
+                push_cell(out, &row[0], epoch);
+                for col in g.columns.iter() {
+                    out.push(',');
+                    match *col {
+                        Column::Tag(t) => match &tags.of(&g.chunks, c as usize)[t] {
+                            JsonStr::Plain(v) => {
+                                out.push('"');
+                                out.push_str(v);
+                                out.push('"');
+                            }
+                            JsonStr::Escaped(v) => out.push_str(v),
+                            JsonStr::Null => out.push_str("null"),
+                        },
+                        Column::Cell(k) => push_cell(out, &row[k], epoch),
+                    }
+                }
+                out.push(']');
+            }
+            out.push(']');
+        }
     }
     out.push('}');
 }
@@ -238,10 +320,15 @@ fn push_float(out: &mut String, v: f64) {
     }
 }
 
+/// Whether a string needs escaping in JSON.
+fn needs_escape(s: &str) -> bool {
+    s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20)
+}
+
 /// A JSON string. Tag values and names rarely need escaping: those are copied as they are, the rest
 /// go through serde_json.
 fn push_str(out: &mut String, s: &str) {
-    if s.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+    if needs_escape(s) {
         out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into()));
     } else {
         out.push('"');
@@ -304,7 +391,7 @@ mod tests {
             name: "m".into(),
             tags: None,
             columns: columns.clone(),
-            values: Some(vec![vec![Cell::Time(0), Cell::Integer(v)]]),
+            values: Some(Values::Rows(vec![vec![Cell::Time(0), Cell::Integer(v)]])),
         };
         let r = vec![StatementResult::series(vec![series(&shared, 1), series(&shared, 2), series(&other, 3), series(&shared, 4)])];
         let row = |cols: &str, v: i64| format!(r#"{{"name":"m","columns":[{cols}],"values":[["1970-01-01T00:00:00Z",{v}]]}}"#);
@@ -315,6 +402,37 @@ mod tests {
         );
     }
 
+    /// Gathered rows (tags held per chunk, written from JSON made once per chunk) render as the same
+    /// rows as vectors do: tags between fields and repeated, a tag needing escapes, a missing tag, two
+    /// series sharing the chunks, rows of one chunk apart.
+    #[test]
+    fn gathered_rows_render_as_their_rows_do() {
+        use sundial_query::influx::values::Gathered;
+        let s = |v: &str| Cell::String(v.into());
+        let chunks: std::sync::Arc<[Chunk]> = vec![
+            Chunk { tags: vec![s("a\"b"), s("x")], cells: vec![Cell::Time(10), Cell::Float(1.5), Cell::Null, Cell::Time(30), Cell::Integer(3), Cell::Float(0.25)] },
+            Chunk { tags: vec![s("c"), Cell::Null], cells: vec![Cell::Time(20), Cell::Null, Cell::Integer(-2)] },
+        ]
+        .into();
+        let columns: std::sync::Arc<[Column]> = vec![Column::Tag(1), Column::Cell(2), Column::Tag(0), Column::Cell(1), Column::Tag(1)].into();
+        let names: std::sync::Arc<[String]> = ["time", "t1", "f2", "t0", "f1", "t1"].iter().map(|c| c.to_string()).collect();
+        let series = |order: Vec<(u32, u32)>| {
+            let g = Values::Gathered(Gathered { chunks: chunks.clone(), width: 3, columns: columns.clone(), order });
+            let rows = Values::Rows(g.rows().into_owned());
+            let one = |values| Series { name: "m".into(), tags: None, columns: names.clone(), values: Some(values) };
+            (one(g), one(rows))
+        };
+        let (g1, r1) = series(vec![(0, 0), (1, 0), (0, 1)]);
+        let (g2, r2) = series(vec![(1, 0), (0, 1)]);
+        let gathered = vec![StatementResult::series(vec![g1, g2])];
+        let rows = vec![StatementResult::series(vec![r1, r2])];
+        for epoch in [None, Some(1)] {
+            assert_eq!(render(&gathered, epoch), render(&rows, epoch));
+        }
+        assert!(render(&gathered, None).contains(r#"["1970-01-01T00:00:00.00000002Z",null,-2,"c",null,null]"#), "{}", render(&gathered, None));
+        assert!(render(&gathered, Some(1)).contains(r#"[10,"x",null,"a\"b",1.5,"x"]"#), "{}", render(&gathered, Some(1)));
+    }
+
     #[test]
     fn renders_influxdb_shape() {
         let r = vec![
@@ -322,7 +440,7 @@ mod tests {
                 name: "cpu".into(),
                 tags: Some(vec![("host".into(), "a".into())]),
                 columns: vec!["time".to_string(), "max".to_string()].into(),
-                values: Some(vec![vec![Cell::Time(1_500_000_000), Cell::Float(3.0)], vec![Cell::Time(0), Cell::Null]]),
+                values: Some(Values::Rows(vec![vec![Cell::Time(1_500_000_000), Cell::Float(3.0)], vec![Cell::Time(0), Cell::Null]])),
             }]),
             StatementResult::default(),
             StatementResult::error("boom"),

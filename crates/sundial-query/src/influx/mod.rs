@@ -20,10 +20,12 @@ mod cell;
 mod cond;
 mod select;
 mod show;
+pub mod values;
 
 use std::sync::Arc;
 
 pub use cell::Cell;
+pub use values::Values;
 
 use crate::QueryEngine;
 use crate::influxql::{self, ParseError, Statement};
@@ -55,7 +57,7 @@ pub struct Series {
     /// Shared: every series of a statement has the same columns.
     pub columns: Arc<[String]>,
     /// Rows; `None` for a series that InfluxDB prints without a `values` key (`SHOW DATABASES` with none).
-    pub values: Option<Vec<Vec<Cell>>>,
+    pub values: Option<Values>,
 }
 
 /// The answer to one statement: series, or an error message (InfluxDB answers statement errors with

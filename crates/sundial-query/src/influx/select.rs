@@ -14,6 +14,7 @@
 //! tag equality reach the scan's pushdown.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use regex::Regex;
 use sundial_storage::catalog::ColumnKind;
@@ -21,7 +22,8 @@ use sundial_storage::types::FieldType;
 
 use super::cell::{Cell, CellColumn, arithmetic, negate};
 use super::cond::{self, ColKind, TableInfo, TimeRange, ident};
-use super::{BUCKETS_PER_SERIES_MAX, RESULT_ROWS_MAX, Series, StatementResult, TOP_N_MAX, database, too_many_rows};
+use super::values::{self, Chunk, Gathered};
+use super::{BUCKETS_PER_SERIES_MAX, RESULT_ROWS_MAX, Series, StatementResult, TOP_N_MAX, Values, database, too_many_rows};
 use crate::QueryEngine;
 use crate::influxql::{Dimension, Expr, Fill, MeasurementName, SelectStatement, Source, TimeOffset, WildcardType};
 
@@ -279,10 +281,6 @@ struct Ctx<'a> {
     cond_sql: Option<String>,
 }
 
-/// Rows of one series while it is being built: (time, series number (its key orders ties), output
-/// cells, time first).
-type RawRow = (i64, u32, Vec<Cell>);
-
 impl Ctx<'_> {
     /// Runs `sql` on the database and returns its rows as cells.
     async fn query(&self, sql: &str) -> Result<Vec<Vec<Cell>>, String> {
@@ -325,10 +323,10 @@ impl Ctx<'_> {
         if conj.is_empty() { String::new() } else { format!(" WHERE {}", conj.join(" AND ")) }
     }
 
-    fn series(&self, key: Vec<String>, columns: &std::sync::Arc<[String]>, rows: Vec<Vec<Cell>>) -> Series {
+    fn series(&self, key: Vec<String>, columns: &std::sync::Arc<[String]>, values: Values) -> Series {
         let tags = (!self.s.dimensions.iter().all(|d| matches!(d, Dimension::Time { .. })))
             .then(|| self.group_tags.iter().cloned().zip(key).collect());
-        Series { name: self.table.to_string(), tags, columns: columns.clone(), values: Some(rows) }
+        Series { name: self.table.to_string(), tags, columns: columns.clone(), values: Some(values) }
     }
 
     fn columns(&self) -> std::sync::Arc<[String]> {
@@ -364,35 +362,25 @@ impl Ctx<'_> {
         let tags: Vec<&String> = self.info.tags.iter().collect();
         let tail = self.tail_rows(&field_cols);
 
-        // Where each output column comes from: a plain tag or field reference is its row cell (moved out
-        // when no other column needs it), anything else is evaluated.
+        // Where each output column comes from: a plain tag or field reference is a chunk's tag or a row's
+        // cell (rows are `[time, fields]`); anything else is evaluated per row.
         let n_tags = tags.len();
-        let direct: Vec<Option<usize>> = self
+        let direct: Option<Vec<values::Column>> = self
             .fields
             .iter()
             .map(|f| match &f.expr {
                 Expr::VarRef { name, data_type } => match self.info.kind(name, *data_type) {
-                    ColKind::Tag => tags.iter().position(|t| *t == name).map(|i| 1 + i),
-                    ColKind::Field(_) => field_cols.iter().position(|c| *c == name).map(|i| 1 + n_tags + i),
+                    ColKind::Tag => tags.iter().position(|t| *t == name).map(values::Column::Tag),
+                    ColKind::Field(_) => field_cols.iter().position(|c| *c == name).map(|i| values::Column::Cell(1 + i)),
                     ColKind::Unknown => None,
                 },
                 _ => None,
             })
             .collect();
-        let movable = direct.iter().all(Option::is_some) && {
-            let mut seen: Vec<usize> = direct.iter().flatten().copied().collect();
-            seen.sort_unstable();
-            seen.windows(2).all(|w| w[0] != w[1])
-        };
-        // Every column of the row, in its order (`SELECT *` when the tags sort before the fields): the
-        // row itself is the output, its first cell becoming the time.
-        let in_place = movable && direct.len() == n_tags + field_cols.len() && direct.iter().enumerate().all(|(i, d)| *d == Some(1 + i));
-        // The native reader makes output rows itself when every output column is a tag or a field.
-        let out: Option<Vec<usize>> = direct.iter().copied().collect();
-        let shape = native::RawShape { source: self.source(), tags: &tags, fields: &field_cols, tail, out: out.as_deref() };
+        let shape = native::RawShape { source: self.source(), tags: &tags, fields: &field_cols, tail };
         let native = if self.qe.influxql_native() { native::plan_raw(self.qe.storage(), &shape) } else { None };
-        let (chunks, ready) = match native {
-            Some(plan) => (native::run_raw(self.qe.storage().clone(), plan).await?, out.is_some()),
+        let chunks: Arc<[Chunk]> = match native {
+            Some(plan) => native::run_raw(self.qe.storage().clone(), plan).await?,
             None => {
                 let mut select = vec!["CAST(\"time\" AS BIGINT)".to_string()];
                 select.extend(tags.iter().map(|t| format!("CAST({} AS VARCHAR)", ident(t))));
@@ -402,59 +390,34 @@ impl Ctx<'_> {
                     None => ident(self.table),
                 };
                 let sql = format!("SELECT {} FROM {from}{}", select.join(", "), self.where_sql(&field_cols));
-                (series_chunks(self.query(&sql).await?, n_tags), false)
+                series_chunks(self.query(&sql).await?, n_tags)
             }
-        };
+        }
+        .into();
+        let width = 1 + field_cols.len();
 
         let group_at: Vec<Option<usize>> = self.group_tags.iter().map(|g| tags.iter().position(|t| t.as_str() == g)).collect();
-        let mut groups: BTreeMap<Vec<String>, Vec<RawRow>> = BTreeMap::new();
-        // Chunks are series: each is numbered, and its group key built, once. Its key string (the tie
-        // order among series) is built only if a group needs sorting.
-        let mut series_tags: Vec<Vec<Cell>> = Vec::with_capacity(chunks.len());
-        for (series, chunk) in chunks.into_iter().enumerate() {
-            let series = series as u32;
+        // Per group, its rows: (time, chunk, row in the chunk).
+        let mut groups: BTreeMap<Vec<String>, Vec<(i64, u32, u32)>> = BTreeMap::new();
+        // Chunks are series: each one's group key is built once. Its key string (the tie order among
+        // series) is built only if a group needs sorting.
+        for (c, chunk) in chunks.iter().enumerate() {
             let group = groups.entry(group_key(&chunk.tags, &group_at)).or_default();
-            for mut row in chunk.rows {
-                let (Cell::Integer(t) | Cell::Time(t)) = row[0] else { continue };
-                // The output row: time, then the columns.
-                let cells: Vec<Cell> = if ready {
-                    row
-                } else if in_place {
-                    row[0] = Cell::Time(t);
-                    row
-                } else if movable {
-                    let mut cells = Vec::with_capacity(1 + direct.len());
-                    cells.push(Cell::Time(t));
-                    cells.extend(direct.iter().flatten().map(|i| std::mem::replace(&mut row[*i], Cell::Null)));
-                    cells
-                } else {
-                    let tag_value = |name: &str| -> Cell {
-                        tags.iter().position(|t| t.as_str() == name).map_or(Cell::Null, |i| row[1 + i].clone())
-                    };
-                    let field_value = |name: &str| -> Cell {
-                        field_cols.iter().position(|f| *f == name).map_or(Cell::Null, |i| row[1 + n_tags + i].clone())
-                    };
-                    std::iter::once(Cell::Time(t))
-                        .chain(self.fields.iter().zip(&direct).map(|(f, d)| match d {
-                            Some(i) => row[*i].clone(),
-                            None => eval_raw(&f.expr, self.info, &tag_value, &field_value),
-                        }))
-                        .collect()
-                };
-                group.push((t, series, cells));
+            for (r, row) in chunk.cells.chunks_exact(width).enumerate() {
+                let Cell::Time(t) = row[0] else { continue };
+                group.push((t, c as u32, r as u32));
             }
-            series_tags.push(chunk.tags);
         }
         // For groups of several rows: rows of equal time sort by series key. Each series' key is ranked
         // once, and rows sort by (time, rank): at 4,000 hosts TSBS's high-cpu-all sorts ~860,000 rows
         // whose times tie across hosts, and comparing key strings (long shared prefixes) per tie was
         // most of the sort.
         let series_rank: Vec<u32> = if groups.values().any(|rows| rows.len() > 1) {
-            let series_keys: Vec<String> = series_tags
+            let series_keys: Vec<String> = chunks
                 .iter()
-                .map(|cells| {
+                .map(|chunk| {
                     let mut series_key = String::new();
-                    for (t, cell) in tags.iter().zip(cells) {
+                    for (t, cell) in tags.iter().zip(&chunk.tags) {
                         if let Cell::String(v) = cell {
                             series_key.push_str(t);
                             series_key.push('=');
@@ -482,6 +445,7 @@ impl Ctx<'_> {
             Vec::new()
         };
         let columns = self.columns();
+        let gathered_columns: Option<Arc<[values::Column]>> = direct.map(Into::into);
         let mut out = Vec::with_capacity(groups.len());
         for (key, mut rows) in groups {
             if rows.len() > 1 {
@@ -490,10 +454,36 @@ impl Ctx<'_> {
             if self.s.order_desc {
                 rows.reverse();
             }
-            let rows: Vec<Vec<Cell>> = self.limit_offset(rows).into_iter().map(|(_, _, cells)| cells).collect();
-            if !rows.is_empty() {
-                out.push(self.series(key, &columns, rows));
+            let rows = self.limit_offset(rows);
+            if rows.is_empty() {
+                continue;
             }
+            let values = match &gathered_columns {
+                // Every output column a tag or a field: the rows stay where they were read.
+                Some(cols) => Values::Gathered(Gathered {
+                    chunks: chunks.clone(),
+                    width,
+                    columns: cols.clone(),
+                    order: rows.into_iter().map(|(_, c, r)| (c, r)).collect(),
+                }),
+                None => Values::Rows(
+                    rows.into_iter()
+                        .map(|(t, c, r)| {
+                            let chunk = &chunks[c as usize];
+                            let row = &chunk.cells[r as usize * width..(r as usize + 1) * width];
+                            let tag_value = |name: &str| -> Cell {
+                                tags.iter().position(|t| t.as_str() == name).map_or(Cell::Null, |i| chunk.tags[i].clone())
+                            };
+                            let field_value =
+                                |name: &str| -> Cell { field_cols.iter().position(|f| *f == name).map_or(Cell::Null, |i| row[1 + i].clone()) };
+                            std::iter::once(Cell::Time(t))
+                                .chain(self.fields.iter().map(|f| eval_raw(&f.expr, self.info, &tag_value, &field_value)))
+                                .collect()
+                        })
+                        .collect(),
+                ),
+            };
+            out.push(self.series(key, &columns, values));
         }
         Ok(out)
     }
@@ -679,7 +669,7 @@ impl Ctx<'_> {
                 }
                 let rows = self.limit_offset(rows);
                 if !rows.is_empty() {
-                    out.push(self.series(key, &columns, rows));
+                    out.push(self.series(key, &columns, Values::Rows(rows)));
                 }
             }
             return Ok(out);
@@ -716,7 +706,7 @@ impl Ctx<'_> {
             }
             let rows = self.limit_offset(rows);
             if !rows.is_empty() {
-                out.push(self.series(key, &columns, rows));
+                out.push(self.series(key, &columns, Values::Rows(rows)));
             }
         }
         Ok(out)
@@ -785,15 +775,25 @@ fn sort_buckets(buckets: &mut Vec<Bucket>) {
 
 /// A row's group key: the value of each grouped tag at its cell (`None`: a tag the measurement does not
 /// have); a missing or null tag is '', as InfluxDB has it.
-/// SQL rows `[time, tags, fields]` as chunks of one series each: a new chunk wherever the tags change
-/// (a series met twice apart is two chunks, which only its rows' order among equal times tells).
-fn series_chunks(rows: Vec<Vec<Cell>>, n_tags: usize) -> Vec<native::RawChunk> {
-    let mut chunks: Vec<native::RawChunk> = Vec::new();
+/// SQL rows `[time, tags, fields]` as chunks of one series each, rows `[time, fields]` (see [`Chunk`]):
+/// a new chunk wherever the tags change (a series met twice apart is two chunks, which only its rows'
+/// order among equal times tells). A row without a time is left out.
+fn series_chunks(rows: Vec<Vec<Cell>>, n_tags: usize) -> Vec<Chunk> {
+    let mut chunks: Vec<Chunk> = Vec::new();
     for row in rows {
-        match chunks.last_mut() {
-            Some(c) if c.tags.as_slice() == &row[1..1 + n_tags] => c.rows.push(row),
-            _ => chunks.push(native::RawChunk { tags: row[1..1 + n_tags].to_vec(), rows: vec![row] }),
-        }
+        let (Cell::Integer(t) | Cell::Time(t)) = row[0] else { continue };
+        let mut row = row.into_iter();
+        row.next();
+        let tags: Vec<Cell> = row.by_ref().take(n_tags).collect();
+        let chunk = match chunks.last_mut() {
+            Some(c) if c.tags == tags => c,
+            _ => {
+                chunks.push(Chunk { tags, cells: Vec::new() });
+                chunks.last_mut().expect("just pushed")
+            }
+        };
+        chunk.cells.push(Cell::Time(t));
+        chunk.cells.extend(row);
     }
     chunks
 }

@@ -6,7 +6,7 @@ use regex::Regex;
 use sundial_storage::catalog::{ColumnKind, DbCatalog, TableCatalog};
 
 use super::cell::Cell;
-use super::{Series, StatementResult, database};
+use super::{Series, StatementResult, Values, database};
 use crate::QueryEngine;
 use crate::influxql::{BinaryOp, Expr, Measurement, MeasurementName, RetentionPolicyStatement, Statement, TagKeyFilter};
 
@@ -234,7 +234,7 @@ fn delete(
 }
 
 fn one(name: &str, columns: &[&str], rows: Vec<Vec<Cell>>) -> StatementResult {
-    let values = (!rows.is_empty()).then_some(rows);
+    let values = (!rows.is_empty()).then_some(Values::Rows(rows));
     StatementResult::series(vec![Series {
         name: name.to_string(),
         tags: None,
@@ -244,7 +244,7 @@ fn one(name: &str, columns: &[&str], rows: Vec<Vec<Cell>>) -> StatementResult {
 }
 
 fn named(name: &str, columns: &[&str], rows: Vec<Vec<Cell>>) -> Series {
-    Series { name: name.to_string(), tags: None, columns: columns.iter().map(|c| c.to_string()).collect(), values: Some(rows) }
+    Series { name: name.to_string(), tags: None, columns: columns.iter().map(|c| c.to_string()).collect(), values: Some(Values::Rows(rows)) }
 }
 
 fn limit<T>(rows: Vec<T>, limit: Option<u64>, offset: Option<u64>) -> Vec<T> {

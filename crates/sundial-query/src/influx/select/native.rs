@@ -31,6 +31,7 @@ use sundial_storage::types::{Column, ColumnValues, FieldType, Value};
 use super::{Call, FlatRows, Func, bucket_start, compile};
 use crate::influx::{RESULT_ROWS_MAX, too_many_rows};
 use crate::influx::cell::Cell;
+use crate::influx::values::Chunk;
 use crate::influx::cond::{ColKind, TableInfo, TimeRange, flip};
 use crate::influxql::{BinaryOp, Expr};
 
@@ -1142,9 +1143,6 @@ pub(super) struct RawShape<'a> {
     pub fields: &'a [&'a str],
     /// Only the last `n` rows of each series (`ORDER BY time DESC LIMIT n`, see `Ctx::tail_rows`).
     pub tail: Option<usize>,
-    /// When every output column is a tag or a field: their positions in the SQL's row (`[time, tags,
-    /// fields]`, so tags from 1), for rows made as output rows (see [`RawChunk`]).
-    pub out: Option<&'a [usize]>,
 }
 
 pub(super) struct RawPlan {
@@ -1156,16 +1154,6 @@ pub(super) struct RawPlan {
     pred: Pred,
     /// The tags' columns, in `RawShape::tags` order.
     tag_cols: Vec<ColId>,
-    out: Option<Vec<usize>>,
-}
-
-/// The rows of one series of a raw statement, in time order.
-pub(super) struct RawChunk {
-    /// Its tags' cells in `RawShape::tags` order: a string, or null where the series lacks the tag.
-    pub tags: Vec<Cell>,
-    /// `[time (Integer), every tag, the selected fields]` as the SQL has them; with `RawShape::out`,
-    /// the output rows: `[time (Time), the out cells]`.
-    pub rows: Vec<Vec<Cell>>,
 }
 
 pub(super) fn plan_raw(engine: &Engine, shape: &RawShape) -> Option<RawPlan> {
@@ -1174,8 +1162,7 @@ pub(super) fn plan_raw(engine: &Engine, shape: &RawShape) -> Option<RawPlan> {
     let tag_cols: Vec<ColId> = shape.tags.iter().map(|n| t.column(n).map(|c| c.id)).collect::<Option<_>>()?;
     #[cfg(test)]
     PLANNED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let out = shape.out.map(<[usize]>::to_vec);
-    Some(RawPlan { scope, selected: shape.fields.len(), tail: shape.tail, pred, tag_cols, out })
+    Some(RawPlan { scope, selected: shape.fields.len(), tail: shape.tail, pred, tag_cols })
 }
 
 /// The tags' cells of each of `series`. One shared string per distinct value: a region's name is one
@@ -1212,37 +1199,18 @@ fn tag_cells(engine: &Engine, sc: &Scope, tag_cols: &[ColId], series: &[SeriesId
         .collect()
 }
 
-/// The rows of `plan.scope.series[range]`, a chunk per series with rows: time, every tag, the selected
-/// fields (or the output row, see [`RawChunk`]); rows with none of those fields set, or failing the
+/// The rows of `plan.scope.series[range]`, a chunk per series with rows (its tags, and per row the
+/// time and the selected fields, see [`Chunk`]); rows with none of those fields set, or failing the
 /// condition's field comparisons, are left out, as the SQL's `WHERE (cond) AND (f1 IS NOT NULL OR ...)`
 /// does.
-fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> Result<Vec<RawChunk>, String> {
+fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> Result<Vec<Chunk>, String> {
     let sc = &plan.scope;
     let series = &sc.series[range];
     // Built per part (in parallel), before the snapshot: the catalog's lock is not held while reading.
     let series_tags = tag_cells(engine, sc, &plan.tag_cols, series);
-    let n_tags = plan.tag_cols.len();
-    // A row's cells from its time, its series' tags and its fields' cells.
-    let make_row = |t: i64, tags: &[Cell], field: &dyn Fn(usize) -> Cell| -> Vec<Cell> {
-        match &plan.out {
-            Some(out) => {
-                let mut row = Vec::with_capacity(1 + out.len());
-                row.push(Cell::Time(t));
-                row.extend(out.iter().map(|i| if *i <= n_tags { tags[*i - 1].clone() } else { field(*i - 1 - n_tags) }));
-                row
-            }
-            None => {
-                let mut row = Vec::with_capacity(1 + n_tags + plan.selected);
-                row.push(Cell::Integer(t));
-                row.extend(tags.iter().cloned());
-                row.extend((0..plan.selected).map(field));
-                row
-            }
-        }
-    };
     let Some(n) = plan.tail else {
         let snap = engine.snapshot(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields);
-        return full_rows(plan, &snap, series, series_tags, &make_row);
+        return full_rows(plan, &snap, series, series_tags);
     };
     let tail = engine.snapshot_tail(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields, n);
     let mut out = Vec::new();
@@ -1252,7 +1220,7 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
         if matches!(residual, Pred::Const(false)) {
             continue;
         }
-        let mut rows = Vec::new();
+        let mut cells = Vec::new();
         if n == 1 && matches!(residual, Pred::Const(true)) {
             // The last row alone (TSBS's lastpoint): no columns built, mostly from block statistics.
             let Some(last) = tail.read_last(*sid).map_err(|e| e.to_string())? else { continue };
@@ -1264,28 +1232,26 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
                 return Err(too_many_rows());
             }
             n_rows += 1;
-            rows.push(make_row(last.ts, &tags, &|k| selected[k].as_ref().map_or(Cell::Null, value_cell)));
+            cells.push(Cell::Time(last.ts));
+            cells.extend(selected.iter().map(|v| v.as_ref().map_or(Cell::Null, value_cell)));
         } else {
             let Some(r) = tail.read_series(*sid).map_err(|e| e.to_string())? else { continue };
-            if !run_rows(plan, &residual, RowsRef::of(&r), &tags, &make_row, &mut rows, &mut n_rows) {
+            if !run_rows(plan, &residual, RowsRef::of(&r), &mut cells, &mut n_rows) {
                 return Err(too_many_rows());
             }
         }
-        if rows.is_empty() {
+        if cells.is_empty() {
             continue;
         }
-        out.push(RawChunk { tags, rows });
+        out.push(Chunk { tags, cells });
     }
     Ok(out)
 }
 
-/// Makes a raw row from its time, its series' tags and its fields' cells (see [`raw_rows`]).
-type MakeRow<'a> = dyn Fn(i64, &[Cell], &dyn Fn(usize) -> Cell) -> Vec<Cell> + 'a;
-
-/// Adds to `rows` the rows of the run `r` of one series that are in the statement's range, pass
-/// `residual` and have a selected field set; `n_rows` counts the part's rows. `false` when one more
-/// would pass [`RESULT_ROWS_MAX`].
-fn run_rows(plan: &RawPlan, residual: &Pred, r: RowsRef<'_>, tags: &[Cell], make_row: &MakeRow<'_>, rows: &mut Vec<Vec<Cell>>, n_rows: &mut usize) -> bool {
+/// Adds to `cells` the rows (time, selected fields) of the run `r` of one series that are in the
+/// statement's range, pass `residual` and have a selected field set; `n_rows` counts the part's rows.
+/// `false` when one more would pass [`RESULT_ROWS_MAX`].
+fn run_rows(plan: &RawPlan, residual: &Pred, r: RowsRef<'_>, cells: &mut Vec<Cell>, n_rows: &mut usize) -> bool {
     let sc = &plan.scope;
     let (start, end) = (r.ts.partition_point(|t| *t < sc.lo), r.ts.partition_point(|t| *t <= sc.hi));
     // Rows `start..end` of the run are rows `off + start..off + end` of its columns.
@@ -1302,7 +1268,8 @@ fn run_rows(plan: &RawPlan, residual: &Pred, r: RowsRef<'_>, tags: &[Cell], make
             return false;
         }
         *n_rows += 1;
-        rows.push(make_row(r.ts[i], tags, &|f| r.col(f).map_or(Cell::Null, |c| column_cell(c, off + i))));
+        cells.push(Cell::Time(r.ts[i]));
+        cells.extend((0..plan.selected).map(|f| r.col(f).map_or(Cell::Null, |c| column_cell(c, off + i))));
     }
     true
 }
@@ -1323,8 +1290,7 @@ fn full_rows(
     snap: &sundial_storage::engine::TableSnapshot,
     series: &[SeriesId],
     series_tags: Vec<Vec<Cell>>,
-    make_row: &MakeRow<'_>,
-) -> Result<Vec<RawChunk>, String> {
+) -> Result<Vec<Chunk>, String> {
     let sc = &plan.scope;
     // Per series (by position in `series`): what is left of the condition once its tags are known.
     let mut residuals: Vec<Pred> = Vec::with_capacity(series.len());
@@ -1339,14 +1305,14 @@ fn full_rows(
     let mut tags_of: Vec<Option<Vec<Cell>>> = series_tags.into_iter().map(Some).collect();
     // `series` is ascending (the scan's order too): a series' position by binary search.
     let at = |s: SeriesId| series.binary_search(&s).expect("a scanned series is one of the part's");
-    let mut out: Vec<RawChunk> = Vec::new();
+    let mut out: Vec<Chunk> = Vec::new();
     // The series being read (its position) and its rows so far: a series comes in one or more runs.
-    let mut current: Option<(usize, Vec<Vec<Cell>>)> = None;
+    let mut current: Option<(usize, Vec<Cell>)> = None;
     let mut n_rows = 0usize;
     let mut too_many = false;
-    let finish = |current: Option<(usize, Vec<Vec<Cell>>)>, out: &mut Vec<RawChunk>, tags_of: &mut Vec<Option<Vec<Cell>>>| {
-        if let Some((k, rows)) = current.filter(|(_, rows)| !rows.is_empty()) {
-            out.push(RawChunk { tags: tags_of[k].take().unwrap_or_default(), rows });
+    let finish = |current: Option<(usize, Vec<Cell>)>, out: &mut Vec<Chunk>, tags_of: &mut Vec<Option<Vec<Cell>>>| {
+        if let Some((k, cells)) = current.filter(|(_, cells)| !cells.is_empty()) {
+            out.push(Chunk { tags: tags_of[k].take().unwrap_or_default(), cells });
         }
     };
     snap.scan_blocks_where(
@@ -1360,9 +1326,8 @@ fn full_rows(
             if current.as_ref().is_none_or(|(c, _)| *c != k) {
                 finish(current.replace((k, Vec::new())), &mut out, &mut tags_of);
             }
-            let Some((_, rows)) = current.as_mut() else { return };
-            let tags = tags_of[k].as_deref().unwrap_or_default();
-            too_many = !run_rows(plan, &residuals[k], r, tags, make_row, rows, &mut n_rows);
+            let Some((_, cells)) = current.as_mut() else { return };
+            too_many = !run_rows(plan, &residuals[k], r, cells, &mut n_rows);
         },
     )
     .map_err(|e| e.to_string())?;
@@ -1396,12 +1361,15 @@ fn column_cell(c: &sundial_storage::types::Column, r: usize) -> Cell {
     }
 }
 
-pub(super) async fn run_raw(engine: Arc<Engine>, plan: RawPlan) -> Result<Vec<RawChunk>, String> {
+/// The statement's rows, a [`Chunk`] per series (or part of one) with rows, each row its time and the
+/// selected fields.
+pub(super) async fn run_raw(engine: Arc<Engine>, plan: RawPlan) -> Result<Vec<Chunk>, String> {
     let n = plan.scope.series.len();
+    let width = 1 + plan.selected;
     let mut out = Vec::new();
     let mut n_rows = 0usize;
     for part in in_parts(engine, Arc::new(plan), n, raw_rows).await? {
-        n_rows += part.iter().map(|c| c.rows.len()).sum::<usize>();
+        n_rows += part.iter().map(|c| c.cells.len() / width).sum::<usize>();
         if n_rows > RESULT_ROWS_MAX {
             return Err(too_many_rows());
         }
@@ -1639,8 +1607,9 @@ mod tests {
                             && s.columns == t.columns
                             && match (&s.values, &t.values) {
                                 (Some(u), Some(v)) => {
+                                    let (u, v) = (u.rows(), v.rows());
                                     u.len() == v.len()
-                                        && u.iter().zip(v).all(|(r, q)| r.len() == q.len() && r.iter().zip(q).all(|(c, d)| close(c, d)))
+                                        && u.iter().zip(v.iter()).all(|(r, q)| r.len() == q.len() && r.iter().zip(q).all(|(c, d)| close(c, d)))
                                 }
                                 (u, v) => u == v,
                             }
@@ -1688,7 +1657,7 @@ mod tests {
             }
             if planned {
                 answered += 1;
-                rows += a.iter().flat_map(|r| &r.series).map(|s| s.values.as_ref().map_or(0, Vec::len)).sum::<usize>();
+                rows += a.iter().flat_map(|r| &r.series).map(|s| s.values.as_ref().map_or(0, |v| v.len())).sum::<usize>();
             }
         }
         // Most statements have the native shape, and they answer rows (not just empty results).
