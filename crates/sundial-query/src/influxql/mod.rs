@@ -74,7 +74,7 @@ pub use ast::{
 };
 pub use lexer::{format_duration, is_keyword, parse_duration};
 pub use time::{
-    TimeLiteralParts, format_time_rfc3339, write_time_rfc3339, looks_like_time_literal, parse_time_literal, parse_time_literal_parts,
+    Rfc3339Writer, TimeLiteralParts, format_time_rfc3339, write_time_rfc3339, looks_like_time_literal, parse_time_literal, parse_time_literal_parts,
 };
 
 /// The longest query accepted, in bytes; longer ones are refused before lexing.

@@ -1238,6 +1238,17 @@ fn time_literals() {
         assert_eq!(parse_time_literal(&format_time_rfc3339(ns)), Some(ns));
         ns += 86_400_000_000_000 + 1_234_567_891;
     }
+    // One writer over many times, of one day and of others, back and forth: each as written alone.
+    let mut writer = crate::influxql::Rfc3339Writer::default();
+    let mut out = String::new();
+    let mut want = String::new();
+    for ns in [T, T + 10_000_000_000, T + 86_399_999_999_999, T + 86_400_000_000_000, T - 1, T, -1, 0, i64::MAX, i64::MIN, T + 5] {
+        writer.write(&mut out, ns);
+        out.push(',');
+        want.push_str(&format_time_rfc3339(ns));
+        want.push(',');
+    }
+    assert_eq!(out, want);
 }
 
 // ---------------------------------------------------------------------------------------------
