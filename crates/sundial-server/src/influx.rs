@@ -131,45 +131,74 @@ pub fn render(results: &[StatementResult], epoch: Option<i64>) -> String {
     out
 }
 
-/// The tags of a statement's gathered chunks (shared by its series), each chunk's written as JSON when
-/// a row of it is first written: a series' tags are checked for escapes once, not once per row.
+/// The tags of a statement's gathered chunks (shared by its series) as JSON, made for a chunk when a row
+/// of it is first written: a series' tags are checked for escapes once, not once per row, and tags that
+/// are neighbours in the answer (all of them in a `SELECT *` of TSBS's `cpu`) are one string, copied in one
+/// go.
 #[derive(Default)]
 struct ChunkTags<'s> {
-    chunks: Option<&'s std::sync::Arc<[Chunk]>>,
-    json: Vec<Option<Vec<JsonStr<'s>>>>,
+    of: Option<(&'s std::sync::Arc<[Chunk]>, &'s std::sync::Arc<[Column]>)>,
+    /// The columns after the time as runs of neighbouring tags and single cells.
+    runs: Vec<Run>,
+    /// Per chunk, per run of tags: their values as JSON, comma-separated.
+    json: Vec<Option<Vec<String>>>,
 }
 
-enum JsonStr<'s> {
-    /// Needs no escaping: written between quotes.
-    Plain(&'s str),
-    /// Written as it is (quotes included).
-    Escaped(String),
-    Null,
+#[derive(Clone, Debug)]
+enum Run {
+    /// Columns of tags (these indexes of `Chunk::tags`); the `usize` numbers the run among the runs of tags.
+    Tags(usize, Vec<usize>),
+    /// The row's cell at this index.
+    Cell(usize),
 }
 
 impl<'s> ChunkTags<'s> {
-    /// The tags of chunk `c` of `chunks`.
-    fn of(&mut self, chunks: &'s std::sync::Arc<[Chunk]>, c: usize) -> &[JsonStr<'s>] {
-        if !self.chunks.is_some_and(|x| std::sync::Arc::ptr_eq(x, chunks)) {
-            self.chunks = Some(chunks);
+    /// The runs of `g`'s columns (set up for `g`'s chunks and columns when they are not the last ones).
+    fn runs(&mut self, g: &'s Gathered) -> Vec<Run> {
+        if !self.of.is_some_and(|(c, k)| std::sync::Arc::ptr_eq(c, &g.chunks) && std::sync::Arc::ptr_eq(k, &g.columns)) {
+            self.of = Some((&g.chunks, &g.columns));
             self.json.clear();
-            self.json.resize_with(chunks.len(), || None);
-        }
-        self.json[c].get_or_insert_with(|| {
-            chunks[c]
-                .tags
-                .iter()
-                .map(|t| match t {
-                    Cell::String(v) if needs_escape(v) => {
-                        let mut s = String::new();
-                        push_str(&mut s, v);
-                        JsonStr::Escaped(s)
+            self.json.resize_with(g.chunks.len(), || None);
+            self.runs.clear();
+            let mut n_tag_runs = 0;
+            for col in g.columns.iter() {
+                match (*col, self.runs.last_mut()) {
+                    (Column::Tag(t), Some(Run::Tags(_, tags))) => tags.push(t),
+                    (Column::Tag(t), _) => {
+                        self.runs.push(Run::Tags(n_tag_runs, vec![t]));
+                        n_tag_runs += 1;
                     }
-                    Cell::String(v) => JsonStr::Plain(v),
-                    _ => JsonStr::Null,
+                    (Column::Cell(k), _) => self.runs.push(Run::Cell(k)),
+                }
+            }
+        }
+        self.runs.clone()
+    }
+
+    /// The JSON of tag run `i` of chunk `c` (after [`ChunkTags::runs`] for its answer).
+    fn json(&mut self, chunks: &[Chunk], c: usize, i: usize) -> &str {
+        let runs = &self.runs;
+        &self.json[c].get_or_insert_with(|| {
+            runs.iter()
+                .filter_map(|r| match r {
+                    Run::Tags(_, tags) => Some(tags),
+                    Run::Cell(_) => None,
+                })
+                .map(|tags| {
+                    let mut s = String::new();
+                    for (j, t) in tags.iter().enumerate() {
+                        if j > 0 {
+                            s.push(',');
+                        }
+                        match &chunks[c].tags[*t] {
+                            Cell::String(v) => push_str(&mut s, v),
+                            _ => s.push_str("null"),
+                        }
+                    }
+                    s
                 })
                 .collect()
-        })
+        })[i]
     }
 }
 
@@ -193,6 +222,7 @@ impl<'s> RowWriter<'s> {
 
     /// Rows `order` of `g`, each preceded by a comma but the first when `first`.
     fn gathered(&mut self, out: &mut String, g: &'s Gathered, order: &[(u32, u32)], first: bool) {
+        let runs = self.tags.runs(g);
         for (i, &(c, r)) in order.iter().enumerate() {
             if i > 0 || !first {
                 out.push(',');
@@ -201,19 +231,11 @@ impl<'s> RowWriter<'s> {
             let row = &g.chunks[c as usize].cells[at..at + g.width];
             out.push('[');
             self.cell(out, &row[0]);
-            for col in g.columns.iter() {
+            for run in &runs {
                 out.push(',');
-                match *col {
-                    Column::Tag(t) => match &self.tags.of(&g.chunks, c as usize)[t] {
-                        JsonStr::Plain(v) => {
-                            out.push('"');
-                            out.push_str(v);
-                            out.push('"');
-                        }
-                        JsonStr::Escaped(v) => out.push_str(v),
-                        JsonStr::Null => out.push_str("null"),
-                    },
-                    Column::Cell(k) => self.cell(out, &row[k]),
+                match run {
+                    Run::Tags(i, _) => out.push_str(self.tags.json(&g.chunks, c as usize, *i)),
+                    Run::Cell(k) => self.cell(out, &row[*k]),
                 }
             }
             out.push(']');
@@ -451,33 +473,45 @@ mod tests {
             Chunk { tags: vec![s("c"), Cell::Null], cells: vec![Cell::Time(20), Cell::Null, Cell::Integer(-2)] },
         ]
         .into();
-        let columns: std::sync::Arc<[Column]> = vec![Column::Tag(1), Column::Cell(2), Column::Tag(0), Column::Cell(1), Column::Tag(1)].into();
-        let names: std::sync::Arc<[String]> = ["time", "t1", "f2", "t0", "f1", "t1"].iter().map(|c| c.to_string()).collect();
-        let series = |order: Vec<(u32, u32)>| {
-            let g = Values::Gathered(Gathered { chunks: chunks.clone(), width: 3, columns: columns.clone(), order });
-            let rows = Values::Rows(g.rows().into_owned());
-            let one = |values| Series { name: "m".into(), tags: None, columns: names.clone(), values: Some(values) };
-            (one(g), one(rows))
-        };
-        let (g1, r1) = series(vec![(0, 0), (1, 0), (0, 1)]);
-        let (g2, r2) = series(vec![(1, 0), (0, 1)]);
-        let gathered = vec![StatementResult::series(vec![g1, g2])];
-        let rows = vec![StatementResult::series(vec![r1, r2])];
-        for epoch in [None, Some(1)] {
-            assert_eq!(render(&gathered, epoch), render(&rows, epoch));
-        }
-        assert!(render(&gathered, None).contains(r#"["1970-01-01T00:00:00.00000002Z",null,-2,"c",null,null]"#), "{}", render(&gathered, None));
-        assert!(render(&gathered, Some(1)).contains(r#"[10,"x",null,"a\"b",1.5,"x"]"#), "{}", render(&gathered, Some(1)));
+        // Tags apart and repeated; then neighbouring tags (one run, as SELECT * has them) between cells.
+        let layouts: [Vec<Column>; 2] = [
+            vec![Column::Tag(1), Column::Cell(2), Column::Tag(0), Column::Cell(1), Column::Tag(1)],
+            vec![Column::Cell(1), Column::Tag(0), Column::Tag(1), Column::Tag(0), Column::Cell(2), Column::Tag(1)],
+        ];
+        for layout in layouts {
+            let n_columns = layout.len();
+            let columns: std::sync::Arc<[Column]> = layout.into();
+            let names: std::sync::Arc<[String]> = (0..=n_columns).map(|c| format!("c{c}")).collect();
+            let series = |order: Vec<(u32, u32)>| {
+                let g = Values::Gathered(Gathered { chunks: chunks.clone(), width: 3, columns: columns.clone(), order });
+                let rows = Values::Rows(g.rows().into_owned());
+                let one = |values| Series { name: "m".into(), tags: None, columns: names.clone(), values: Some(values) };
+                (one(g), one(rows))
+            };
+            let (g1, r1) = series(vec![(0, 0), (1, 0), (0, 1)]);
+            let (g2, r2) = series(vec![(1, 0), (0, 1)]);
+            let gathered = vec![StatementResult::series(vec![g1, g2])];
+            let rows = vec![StatementResult::series(vec![r1, r2])];
+            for epoch in [None, Some(1)] {
+                assert_eq!(render(&gathered, epoch), render(&rows, epoch));
+            }
+            if n_columns == 5 {
+                assert!(render(&gathered, None).contains(r#"["1970-01-01T00:00:00.00000002Z",null,-2,"c",null,null]"#), "{}", render(&gathered, None));
+                assert!(render(&gathered, Some(1)).contains(r#"[10,"x",null,"a\"b",1.5,"x"]"#), "{}", render(&gathered, Some(1)));
+            } else {
+                assert!(render(&gathered, Some(1)).contains(r#"[10,1.5,"a\"b","x","a\"b",null,"x"]"#), "{}", render(&gathered, Some(1)));
+            }
 
-        // Enough rows to be written by two threads: the halves join where the rows do.
-        let n = PARALLEL_WRITE_ROWS_MIN as u32 + 3;
-        let big: Vec<(u32, u32)> = (0..n).map(|i| if i % 2 == 0 { (0, (i / 2) % 2) } else { (1, 0) }).collect();
-        let (g, r) = series(big);
-        let (gathered, rows) = (vec![StatementResult::series(vec![g])], vec![StatementResult::series(vec![r])]);
-        for epoch in [None, Some(1)] {
-            let (a, b) = (render(&gathered, epoch), render(&rows, epoch));
-            assert_eq!(a.len(), b.len());
-            assert!(a == b, "the two-thread answer differs from the row form's");
+            // Enough rows to be written by two threads: the halves join where the rows do.
+            let n = PARALLEL_WRITE_ROWS_MIN as u32 + 3;
+            let big: Vec<(u32, u32)> = (0..n).map(|i| if i % 2 == 0 { (0, (i / 2) % 2) } else { (1, 0) }).collect();
+            let (g, r) = series(big);
+            let (gathered, rows) = (vec![StatementResult::series(vec![g])], vec![StatementResult::series(vec![r])]);
+            for epoch in [None, Some(1)] {
+                let (a, b) = (render(&gathered, epoch), render(&rows, epoch));
+                assert_eq!(a.len(), b.len());
+                assert!(a == b, "the two-thread answer differs from the row form's");
+            }
         }
     }
 
