@@ -153,8 +153,10 @@ enum Run {
 }
 
 impl<'s> ChunkTags<'s> {
-    /// The runs of `g`'s columns (set up for `g`'s chunks and columns when they are not the last ones).
-    fn runs(&mut self, g: &'s Gathered) -> Vec<Run> {
+    /// Sets up for `g`'s chunks and columns when they are not the last ones: the runs of its columns
+    /// (taken by the caller while it writes, then [`ChunkTags::put_runs`] back: a series of one row,
+    /// lastpoint's, costs no copy of them).
+    fn take_runs(&mut self, g: &'s Gathered) -> Vec<Run> {
         if !self.of.is_some_and(|(c, k)| std::sync::Arc::ptr_eq(c, &g.chunks) && std::sync::Arc::ptr_eq(k, &g.columns)) {
             self.of = Some((&g.chunks, &g.columns));
             self.json.clear();
@@ -172,12 +174,15 @@ impl<'s> ChunkTags<'s> {
                 }
             }
         }
-        self.runs.clone()
+        std::mem::take(&mut self.runs)
     }
 
-    /// The JSON of tag run `i` of chunk `c` (after [`ChunkTags::runs`] for its answer).
-    fn json(&mut self, chunks: &[Chunk], c: usize, i: usize) -> &str {
-        let runs = &self.runs;
+    fn put_runs(&mut self, runs: Vec<Run>) {
+        self.runs = runs;
+    }
+
+    /// The JSON of tag run `i` of chunk `c` (`runs` from [`ChunkTags::take_runs`] for its answer).
+    fn json(&mut self, runs: &[Run], chunks: &[Chunk], c: usize, i: usize) -> &str {
         &self.json[c].get_or_insert_with(|| {
             runs.iter()
                 .filter_map(|r| match r {
@@ -222,7 +227,7 @@ impl<'s> RowWriter<'s> {
 
     /// Rows `order` of `g`, each preceded by a comma but the first when `first`.
     fn gathered(&mut self, out: &mut String, g: &'s Gathered, order: &[(u32, u32)], first: bool) {
-        let runs = self.tags.runs(g);
+        let runs = self.tags.take_runs(g);
         for (i, &(c, r)) in order.iter().enumerate() {
             if i > 0 || !first {
                 out.push(',');
@@ -234,12 +239,13 @@ impl<'s> RowWriter<'s> {
             for run in &runs {
                 out.push(',');
                 match run {
-                    Run::Tags(i, _) => out.push_str(self.tags.json(&g.chunks, c as usize, *i)),
+                    Run::Tags(i, _) => out.push_str(self.tags.json(&runs, &g.chunks, c as usize, *i)),
                     Run::Cell(k) => self.cell(out, &row[*k]),
                 }
             }
             out.push(']');
         }
+        self.tags.put_runs(runs);
     }
 
     fn cell(&mut self, out: &mut String, c: &Cell) {

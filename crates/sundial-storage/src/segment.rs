@@ -1662,7 +1662,11 @@ impl Segment {
             };
             let (start, end) = (before(i128::from(ts_min)), before(i128::from(ts_max) + 1));
             let end = end.max(start);
-            return Ok(((start..end).map(|i| at(i) as i64).collect(), start, end));
+            // In i64: every `first + i·step` for `i < n` is between the block's `ts_min` and `ts_max`
+            // (checked above), so wrapping arithmetic gives it exactly (`i·step` alone may pass i64 when
+            // `first` is far below zero), and the loop vectorises (in i128 it was 7 % of a 100-host
+            // rollup's CPU).
+            return Ok(((start..end).map(|i| first.wrapping_add((i as i64).wrapping_mul(step))).collect(), start, end));
         }
         let ts = codec::decode_timestamps(&chunk, n)
             .map_err(|e| Error::Corrupt { path: self.path.clone(), offset: b.ts_chunk.offset, what: format!("timestamps: {e}") })?;
