@@ -98,9 +98,12 @@ fn epoch_divisor(e: &str) -> Option<i64> {
 /// order and Go's number forms (whole floats without `.0`).
 pub fn render(results: &[StatementResult], epoch: Option<i64>) -> String {
     // Sized up front from the cells and series: a body of megabytes is not copied again at every
-    // doubling. 12 bytes a cell: TSBS's `SELECT *` rows are 21 cells in about 210 bytes (a time, ten
-    // tags, ten two-digit numbers); room reserved and not written costs no memory.
-    let cells: usize = results.iter().flat_map(|r| &r.series).map(|s| 64 + 16 * s.columns.len() + s.values.as_ref().map_or(0, |v| v.len() * 12 * s.columns.len())).sum();
+    // doubling.
+    let cells: usize = results
+        .iter()
+        .flat_map(|r| &r.series)
+        .map(|s| 64 + 16 * s.columns.len() + s.values.as_ref().map_or(0, |v| v.len() * JSON_BYTES_PER_CELL * s.columns.len()))
+        .sum();
     let mut out = String::with_capacity(cells + 64);
     out.push_str("{\"results\":[");
     for (i, r) in results.iter().enumerate() {
@@ -207,6 +210,10 @@ impl<'s> ChunkTags<'s> {
     }
 }
 
+/// Room reserved per cell of an answer: TSBS's `SELECT *` rows are 21 cells in about 210 bytes (a time,
+/// ten tags, ten two-digit numbers); room reserved and not written costs no memory.
+const JSON_BYTES_PER_CELL: usize = 12;
+
 /// Answers with at least this many gathered rows are written by two threads, half each: TSBS's
 /// high-cpu-all at 4,000 hosts is 234 MB of JSON, a fifth of its time, and the read before it already
 /// runs on both cores.
@@ -232,8 +239,7 @@ impl<'s> RowWriter<'s> {
             if i > 0 || !first {
                 out.push(',');
             }
-            let at = r as usize * g.width;
-            let row = &g.chunks[c as usize].cells[at..at + g.width];
+            let row = g.chunks[c as usize].row(r as usize, g.width);
             out.push('[');
             self.cell(out, &row[0]);
             for run in &runs {
@@ -342,7 +348,7 @@ fn render_series<'s>(out: &mut String, s: &'s Series, columns: &mut Option<(&'s 
                 let epoch = w.epoch;
                 let rest = std::thread::scope(|scope| {
                     let other = scope.spawn(move || {
-                        let mut rest = String::with_capacity(tail.len() * 12 * (1 + g.columns.len()));
+                        let mut rest = String::with_capacity(tail.len() * JSON_BYTES_PER_CELL * (1 + g.columns.len()));
                         RowWriter::new(epoch).gathered(&mut rest, g, tail, false);
                         rest
                     });

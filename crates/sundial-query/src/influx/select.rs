@@ -470,7 +470,7 @@ impl Ctx<'_> {
                     rows.into_iter()
                         .map(|(t, c, r)| {
                             let chunk = &chunks[c as usize];
-                            let row = &chunk.cells[r as usize * width..(r as usize + 1) * width];
+                            let row = chunk.row(r as usize, width);
                             let tag_value = |name: &str| -> Cell {
                                 tags.iter().position(|t| t.as_str() == name).map_or(Cell::Null, |i| chunk.tags[i].clone())
                             };
@@ -773,8 +773,6 @@ fn sort_buckets(buckets: &mut Vec<Bucket>) {
     *buckets = out;
 }
 
-/// A row's group key: the value of each grouped tag at its cell (`None`: a tag the measurement does not
-/// have); a missing or null tag is '', as InfluxDB has it.
 /// SQL rows `[time, tags, fields]` as chunks of one series each, rows `[time, fields]` (see [`Chunk`]):
 /// a new chunk wherever the tags change (a series met twice apart is two chunks, which only its rows'
 /// order among equal times tells). A row without a time is left out.
@@ -782,22 +780,19 @@ fn series_chunks(rows: Vec<Vec<Cell>>, n_tags: usize) -> Vec<Chunk> {
     let mut chunks: Vec<Chunk> = Vec::new();
     for row in rows {
         let (Cell::Integer(t) | Cell::Time(t)) = row[0] else { continue };
-        let mut row = row.into_iter();
-        row.next();
-        let tags: Vec<Cell> = row.by_ref().take(n_tags).collect();
-        let chunk = match chunks.last_mut() {
-            Some(c) if c.tags == tags => c,
-            _ => {
-                chunks.push(Chunk { tags, cells: Vec::new() });
-                chunks.last_mut().expect("just pushed")
-            }
-        };
+        let tags = &row[1..1 + n_tags];
+        if chunks.last().is_none_or(|c| c.tags[..] != *tags) {
+            chunks.push(Chunk { tags: tags.to_vec(), cells: Vec::new() });
+        }
+        let chunk = chunks.last_mut().expect("a chunk for the row");
         chunk.cells.push(Cell::Time(t));
-        chunk.cells.extend(row);
+        chunk.cells.extend(row.into_iter().skip(1 + n_tags));
     }
     chunks
 }
 
+/// A row's group key: the value of each grouped tag at its cell (`None`: a tag the measurement does not
+/// have); a missing or null tag is '', as InfluxDB has it.
 fn group_key(row: &[Cell], at: &[Option<usize>]) -> Vec<String> {
     at.iter()
         .map(|i| match i.map(|i| &row[i]) {

@@ -39,6 +39,13 @@ pub struct Chunk {
     pub cells: Vec<Cell>,
 }
 
+impl Chunk {
+    /// The cells of row `r`, `width` cells a row.
+    pub fn row(&self, r: usize, width: usize) -> &[Cell] {
+        &self.cells[r * width..(r + 1) * width]
+    }
+}
+
 /// Raw rows gathered from chunks: row `i` of the answer is row `order[i].1` of chunk `order[i].0`,
 /// its columns after the time as `columns` says.
 #[derive(Clone, Debug)]
@@ -56,8 +63,7 @@ impl Gathered {
     pub fn row(&self, i: usize) -> (&Chunk, &[Cell]) {
         let (c, r) = self.order[i];
         let chunk = &self.chunks[c as usize];
-        let at = r as usize * self.width;
-        (chunk, &chunk.cells[at..at + self.width])
+        (chunk, chunk.row(r as usize, self.width))
     }
 
     /// The value of one column of a row (see [`Gathered::row`]).

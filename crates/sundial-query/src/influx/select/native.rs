@@ -1044,7 +1044,7 @@ async fn in_parts<P: Send + Sync + 'static, T: Send + 'static>(
     let probe = (n / PROBE_SHARE).max(1).min(n);
     let started = std::time::Instant::now();
     let mut parts = vec![work(&engine, &plan, 0..probe)?];
-    let rest = n - probe.min(n);
+    let rest = n - probe;
     if rest == 0 {
         return Ok(parts);
     }
