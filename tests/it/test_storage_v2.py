@@ -2,6 +2,7 @@
 data directories."""
 
 import os
+import time
 from pathlib import Path
 
 import requests
@@ -154,6 +155,27 @@ def debug_vars(server):
     r = requests.get(server.url + "/debug/vars", timeout=60)
     assert r.status_code == 200, r.text
     return r.json()["sundial"]
+
+
+def test_debug_vars_reports_compaction_idle_only_once_waiting_partitions_are_merged(make_server, data_dir):
+    """Each restart flushes one file into each of two 1-hour partitions. The older (cold) partition with two
+    files is work for the picker; the newest with two is not (below the size-tiered trigger). Once
+    /debug/vars says compaction is neither running nor pending, the cold partition is one file."""
+    s = make_server("--partition-duration", "1h")
+    assert debug_vars(s)["compaction"] == {"running": 0, "pending": 0}, "empty"
+    assert s.sql("CREATE DATABASE db").status_code == 200
+    for k in range(2):
+        lines = [f"cpu,host=h{i} v={i * k}i {t * H + k * 1000 + i}" for t in range(2) for i in range(50)]
+        assert s.write("db", "\n".join(lines)).status_code == 204
+        s.stop()
+        s = make_server("--partition-duration", "1h")
+    deadline = time.monotonic() + 60
+    while (c := debug_vars(s)["compaction"]) != {"running": 0, "pending": 0}:
+        assert time.monotonic() < deadline, c
+        time.sleep(0.1)
+    parts = sorted(p for p in data_dir.glob("db*/p*") if p.is_dir())
+    assert [len(list(p.glob("*.seg"))) for p in parts] == [1, 2], parts
+    assert s.rows("SELECT count(*) AS n FROM cpu", "db") == [{"n": 200}]
 
 
 def test_many_series_read_back_through_a_small_block_index_cache_after_restart(make_server):

@@ -50,7 +50,8 @@ async fn health() -> Response {
 }
 
 /// Memory held by the parts that grow with the data, as InfluxDB's `/debug/vars` does for its own:
-/// the memtables, the series catalog and the block-index cache (issue 5's bounded-memory figures).
+/// the memtables, the series catalog and the block-index cache (issue 5's bounded-memory figures), plus
+/// whether compaction is busy or behind (`bench/compare` waits for it before measuring the settled state).
 async fn debug_vars(State(state): State<Arc<AppState>>) -> Response {
     let (memtable_rows, memtable_bytes) = state.engine.memtable_usage();
     let (series, catalog_series_bytes) = {
@@ -59,6 +60,7 @@ async fn debug_vars(State(state): State<Arc<AppState>>) -> Response {
         (series, cat.series_heap_bytes())
     };
     let c = state.engine.block_index_cache_stats();
+    let compaction = state.engine.compaction_status();
     axum::Json(json!({
         "sundial": {
             "memtable_rows": memtable_rows,
@@ -69,6 +71,7 @@ async fn debug_vars(State(state): State<Arc<AppState>>) -> Response {
                 "bytes": c.bytes, "capacity": c.capacity, "entries": c.entries,
                 "hits": c.hits, "misses": c.misses, "evictions": c.evictions,
             },
+            "compaction": { "running": compaction.running, "pending": compaction.pending },
         }
     }))
     .into_response()

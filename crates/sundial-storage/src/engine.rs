@@ -1295,7 +1295,7 @@ mod maintenance;
 mod summary;
 mod tail;
 pub use catalog_rewrite::CatalogLogRewrite;
-pub use maintenance::CompactionReport;
+pub use maintenance::{COMPACTION_STATUS_PENDING_MAX, CompactionReport, CompactionStatus};
 pub use summary::{ColumnSummary, RangeSummary};
 pub use tail::{LastRow, TailSnapshot};
 

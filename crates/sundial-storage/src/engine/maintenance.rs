@@ -77,6 +77,20 @@ pub struct CompactionReport {
     pub rows_deleted: u64,
 }
 
+/// Whether compaction is busy or has work waiting ([`Engine::compaction_status`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompactionStatus {
+    /// Jobs merging now (background threads and `compact_now` callers).
+    pub running: usize,
+    /// Partitions the picker would merge next, not counting those running or backing off after a failure.
+    /// Counting stops at [`COMPACTION_STATUS_PENDING_MAX`].
+    pub pending: usize,
+}
+
+/// Where [`Engine::compaction_status`] stops counting waiting partitions: the figure says "idle or not"
+/// and "roughly how far behind", and each count walks the partition's file list.
+pub const COMPACTION_STATUS_PENDING_MAX: usize = 64;
+
 struct Job {
     key: PartKey,
     inputs: Vec<Arc<Segment>>,
@@ -93,6 +107,29 @@ enum Claim {
 }
 
 impl Engine {
+    /// What compaction is doing now, without claiming anything: a benchmark waits for `running == 0 &&
+    /// pending == 0` (with the memtables flushed) before it measures settled disk or queries.
+    pub fn compaction_status(&self) -> CompactionStatus {
+        let (running, skipped) = {
+            let g = self.inner.compaction.claims.lock();
+            let retry = Duration::from_millis(limits::COMPACTION_RETRY_MS);
+            let skipped: HashSet<PartKey> =
+                g.running.iter().copied().chain(g.failed.iter().filter(|(_, at)| at.elapsed() < retry).map(|(k, _)| *k)).collect();
+            (g.running.len(), skipped)
+        };
+        let mut found: HashSet<PartKey> = HashSet::new();
+        while found.len() < COMPACTION_STATUS_PENDING_MAX {
+            let skip = |k: &PartKey| skipped.contains(k) || found.contains(k);
+            match self.inner.find_job(&skip) {
+                Some(job) => {
+                    found.insert(job.key);
+                }
+                None => break,
+            }
+        }
+        CompactionStatus { running, pending: found.len() }
+    }
+
     /// Runs compactions in this thread until the picker finds no work and none is running elsewhere.
     /// Deterministic for tests: afterwards every partition is as compacted as the picker wants it.
     pub fn compact_now(&self) -> Result<CompactionReport> {

@@ -91,6 +91,31 @@ fn read_amplification_stays_bounded_as_flushes_accumulate() {
     assert_eq!(read_all(&e), expected);
 }
 
+/// `compaction_status` counts the partitions the picker would merge (a cold one with two files, a hot one
+/// with the size-tiered trigger's count of equal files), changes nothing itself, and reads idle once `compact_now` has done the work.
+#[test]
+fn compaction_status_counts_waiting_partitions_until_they_are_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    let day = crate::limits::PARTITION_NS_DEFAULT;
+    let idle = CompactionStatus { running: 0, pending: 0 };
+    assert_eq!(e.compaction_status(), idle, "empty");
+    let trigger = crate::limits::COMPACTION_TRIGGER_FILES;
+    for files in 1..=trigger {
+        e.write("db", &[point("a", files as i64, 1), point("a", day + files as i64, 1)]).unwrap();
+        e.flush().unwrap();
+        let want = if files == 1 { 0 } else if files < trigger { 1 } else { 2 };
+        assert_eq!(e.compaction_status(), CompactionStatus { running: 0, pending: want }, "after {files} flushes");
+    }
+    let (db, t) = ids(&e);
+    let files = e.partition_files(db, t);
+    assert_eq!(files.values().copied().collect::<Vec<_>>(), vec![trigger; 2], "status merged nothing");
+    let r = e.compact_now().unwrap();
+    assert!(r.jobs >= 2, "{r:?}");
+    assert_eq!(e.compaction_status(), idle, "after compact_now");
+}
+
 /// Background compaction (threads on, woken by flushes) bounds read amplification too; the test waits
 /// for it through `compact_now`, which returns once no job is running or pending.
 #[test]
