@@ -52,8 +52,11 @@ class Sundial(ServerProcess):
         self.http_port = free_port()
         self.url = f"http://127.0.0.1:{self.http_port}"
         self.data_dirs = [self.root / "data"]
-        # --flush-idle-secs 10: like InfluxDB's shortened cache-snapshot-write-cold-duration in this harness,
-        # so the "settled" disk figure is compressed segments, not the WAL. It fires only after writes stop.
+        # --flush-idle-secs 10 and --compact-full-write-cold-secs 20: InfluxDB's cache-snapshot and
+        # compact-full write-cold durations in this harness (peers_common.INFLUXDB_OVERRIDES), so the
+        # "settled" disk figure is compressed segments, not the WAL, and the newest partition is one file
+        # as InfluxDB's newest shard is fully compacted. Both fire only after writes stop.
         super().__init__([self.binary, "serve", "--data-dir", self.root / "data",
-                          "--http-addr", f"127.0.0.1:{self.http_port}", "--pg-addr", "127.0.0.1:0", "--flush-idle-secs", "10"],
+                          "--http-addr", f"127.0.0.1:{self.http_port}", "--pg-addr", "127.0.0.1:0", "--flush-idle-secs", "10",
+                          "--compact-full-write-cold-secs", "20"],
                          self.root / "sundial.log", self.url + "/ping")

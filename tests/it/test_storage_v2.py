@@ -157,24 +157,33 @@ def debug_vars(server):
     return r.json()["sundial"]
 
 
+def wait_compaction(server, want, timeout=60):
+    deadline = time.monotonic() + timeout
+    while (c := debug_vars(server)["compaction"]) != want:
+        assert time.monotonic() < deadline, (c, want)
+        time.sleep(0.1)
+
+
 def test_debug_vars_reports_compaction_idle_only_once_waiting_partitions_are_merged(make_server, data_dir):
-    """Each restart flushes one file into each of two 1-hour partitions. The older (cold) partition with two
-    files is work for the picker; the newest with two is not (below the size-tiered trigger). Once
-    /debug/vars says compaction is neither running nor pending, the cold partition is one file."""
+    """Each restart flushes one file into each of two 1-hour partitions. The older (past) partition with two
+    files is work for the picker; the newest with two is not (below the size-tiered trigger) until its files
+    are `--compact-full-write-cold-secs` old. /debug/vars says which, and reads all zero once both are one
+    file."""
     s = make_server("--partition-duration", "1h")
-    assert debug_vars(s)["compaction"] == {"running": 0, "pending": 0}, "empty"
+    assert debug_vars(s)["compaction"] == {"running": 0, "pending": 0, "write_cold_later": 0}, "empty"
     assert s.sql("CREATE DATABASE db").status_code == 200
     for k in range(2):
         lines = [f"cpu,host=h{i} v={i * k}i {t * H + k * 1000 + i}" for t in range(2) for i in range(50)]
         assert s.write("db", "\n".join(lines)).status_code == 204
         s.stop()
         s = make_server("--partition-duration", "1h")
-    deadline = time.monotonic() + 60
-    while (c := debug_vars(s)["compaction"]) != {"running": 0, "pending": 0}:
-        assert time.monotonic() < deadline, c
-        time.sleep(0.1)
+    wait_compaction(s, {"running": 0, "pending": 0, "write_cold_later": 1})
     parts = sorted(p for p in data_dir.glob("db*/p*") if p.is_dir())
     assert [len(list(p.glob("*.seg"))) for p in parts] == [1, 2], parts
+    s.stop()
+    s = make_server("--partition-duration", "1h", "--compact-full-write-cold-secs", "1")
+    wait_compaction(s, {"running": 0, "pending": 0, "write_cold_later": 0})
+    assert [len(list(p.glob("*.seg"))) for p in parts] == [1, 1], parts
     assert s.rows("SELECT count(*) AS n FROM cpu", "db") == [{"n": 200}]
 
 

@@ -71,7 +71,10 @@ async fn debug_vars(State(state): State<Arc<AppState>>) -> Response {
                 "bytes": c.bytes, "capacity": c.capacity, "entries": c.entries,
                 "hits": c.hits, "misses": c.misses, "evictions": c.evictions,
             },
-            "compaction": { "running": compaction.running, "pending": compaction.pending },
+            "compaction": {
+                "running": compaction.running, "pending": compaction.pending,
+                "write_cold_later": compaction.write_cold_later,
+            },
         }
     }))
     .into_response()

@@ -82,6 +82,10 @@ pub struct EngineConfig {
     /// Time without any write after which the memtable is flushed (InfluxDB's "cache snapshot write cold
     /// duration"): data at rest ends up compressed in segments and the WAL is emptied. Default 60 s.
     pub flush_idle: Duration,
+    /// Time since a partition's newest file was written after which the partition is merged whole into
+    /// one file, as a past partition is (InfluxDB's "compact full write cold duration"). Default 4 h
+    /// ([`limits::COMPACT_FULL_WRITE_COLD_MS_DEFAULT`]).
+    pub compact_full_write_cold: Duration,
     /// Time partition length in nanoseconds. Default one day.
     pub partition_ns: i64,
     /// Frozen memtables waiting for flush before writers stall. Default 2.
@@ -162,6 +166,7 @@ impl EngineConfig {
             memtable_bytes_max: limits::MEMTABLE_BYTES_DEFAULT,
             flush_interval: Duration::from_millis(limits::FLUSH_INTERVAL_MS_DEFAULT),
             flush_idle: Duration::from_millis(limits::FLUSH_IDLE_MS_DEFAULT),
+            compact_full_write_cold: Duration::from_millis(limits::COMPACT_FULL_WRITE_COLD_MS_DEFAULT),
             partition_ns: limits::PARTITION_NS_DEFAULT,
             frozen_max: 2,
             memory_bytes_reject: None,

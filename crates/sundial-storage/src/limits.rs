@@ -96,6 +96,12 @@ pub const FLUSH_INTERVAL_MS_DEFAULT: u64 = 5 * 60 * 1000;
 /// Default time without writes after which the memtable is flushed (`storage.flush_idle_ms`).
 pub const FLUSH_IDLE_MS_DEFAULT: u64 = 60 * 1000;
 
+/// Default time after the last file of a partition was written (flushed or merged) at which the
+/// partition is merged whole like a past one (InfluxDB's `compact-full-write-cold-duration`, also 4 h):
+/// data at rest ends as one file per partition, and a partition still written to is not rewritten whole
+/// after every flush.
+pub const COMPACT_FULL_WRITE_COLD_MS_DEFAULT: u64 = 4 * 3600 * 1000;
+
 /// Default time partition (`storage.partition_duration`): one day, in nanoseconds.
 pub const PARTITION_NS_DEFAULT: i64 = 24 * 3600 * 1_000_000_000;
 

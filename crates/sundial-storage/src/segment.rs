@@ -993,6 +993,9 @@ pub struct Segment {
     cache: Arc<BlockIndexCache>,
     /// This segment's part of the cache's keys ([`crate::block_cache::next_segment_no`]).
     number: u64,
+    /// When this process opened the file (after the flush or compaction that wrote it, or at start-up):
+    /// a partition whose files are all older than `EngineConfig::compact_full_write_cold` is merged whole.
+    pub opened: std::time::Instant,
 }
 
 /// The packs decoded last, across all open segments, newest first, within [`DECODED_PACKS_BYTES_MAX`]:
@@ -1328,6 +1331,7 @@ impl Segment {
             groups: groups.into_boxed_slice(),
             cache: Arc::clone(cache),
             number: crate::block_cache::next_segment_no(),
+            opened: std::time::Instant::now(),
         })
     }
 

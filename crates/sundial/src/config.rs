@@ -99,6 +99,12 @@ pub struct ServeArgs {
     #[arg(long, env = "SUNDIAL_FLUSH_IDLE_SECS")]
     pub flush_idle_secs: Option<u64>,
 
+    /// Time after a partition's newest file was written at which the partition is merged whole into one
+    /// file, like a past partition (InfluxDB's `compact-full-write-cold-duration`), in seconds.
+    /// [default: 14400]
+    #[arg(long, env = "SUNDIAL_COMPACT_FULL_WRITE_COLD_SECS")]
+    pub compact_full_write_cold_secs: Option<u64>,
+
     /// Time partition length, e.g. `1d`, `12h`, `7d`. [default: 1d]
     #[arg(long, env = "SUNDIAL_PARTITION_DURATION")]
     pub partition_duration: Option<String>,
@@ -211,6 +217,9 @@ impl ServeArgs {
         }
         if let Some(s) = self.flush_idle_secs.or(file.flush_idle_secs) {
             engine.flush_idle = Duration::from_secs(s.max(1));
+        }
+        if let Some(s) = self.compact_full_write_cold_secs.or(file.compact_full_write_cold_secs) {
+            engine.compact_full_write_cold = Duration::from_secs(s);
         }
         if let Some(d) = self.partition_duration.or(file.partition_duration) {
             engine.partition_ns = parse_duration_ns(&d).context("--partition-duration")?;

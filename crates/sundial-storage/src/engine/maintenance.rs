@@ -7,7 +7,8 @@
 //! At most `max(1, compaction_threads)` jobs run at once, counting [`Engine::compact_now`] callers. A
 //! failed background job is logged and its partition skipped for [`limits::COMPACTION_RETRY_MS`].
 //! A partition is *cold* once the table has files in a later partition ("yesterday, once today has
-//! data"); cold partitions are merged into one file. Late rows for a cold partition therefore cost a
+//! data"), or once its newest file is `compact_full_write_cold` old (default 4 h: "written to no more",
+//! InfluxDB's full compaction of a write-cold shard); cold partitions are merged into one file. Late rows for a cold partition therefore cost a
 //! rewrite of that partition per flush that carries them (bounded by the input limits).
 //!
 //! # Retention
@@ -45,6 +46,22 @@ use crate::types::FieldType;
 
 /// (database, table, partition start).
 type PartKey = (DbId, TableId, i64);
+
+/// Whether a partition is merged whole (picker rule 2), and why.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cold {
+    /// The table has files in a later partition ("yesterday, once today has data").
+    Past,
+    /// Every file of the partition is older than `EngineConfig::compact_full_write_cold`.
+    WriteCold,
+    No,
+}
+
+impl Cold {
+    fn now(self) -> bool {
+        self != Cold::No
+    }
+}
 
 #[derive(Default)]
 pub(super) struct CompactionState {
@@ -85,10 +102,13 @@ pub struct CompactionStatus {
     /// Partitions the picker would merge next, not counting those running or backing off after a failure.
     /// Counting stops at [`COMPACTION_STATUS_PENDING_MAX`].
     pub pending: usize,
+    /// Partitions of several files that nothing merges now but that will be merged whole once their
+    /// newest file is `EngineConfig::compact_full_write_cold` old (if no write comes first).
+    pub write_cold_later: usize,
 }
 
 /// Where [`Engine::compaction_status`] stops counting waiting partitions: the figure says "idle or not"
-/// and "roughly how far behind", and each count walks the partition's file list.
+/// and "roughly how far behind".
 pub const COMPACTION_STATUS_PENDING_MAX: usize = 64;
 
 struct Job {
@@ -107,8 +127,8 @@ enum Claim {
 }
 
 impl Engine {
-    /// What compaction is doing now, without claiming anything: a benchmark waits for `running == 0 &&
-    /// pending == 0` (with the memtables flushed) before it measures settled disk or queries.
+    /// What compaction is doing now and has scheduled, without claiming anything: a benchmark waits for
+    /// every figure to be 0 (with the memtables flushed) before it measures settled disk or queries.
     pub fn compaction_status(&self) -> CompactionStatus {
         let (running, skipped) = {
             let g = self.inner.compaction.claims.lock();
@@ -117,17 +137,18 @@ impl Engine {
                 g.running.iter().copied().chain(g.failed.iter().filter(|(_, at)| at.elapsed() < retry).map(|(k, _)| *k)).collect();
             (g.running.len(), skipped)
         };
-        let mut found: HashSet<PartKey> = HashSet::new();
-        while found.len() < COMPACTION_STATUS_PENDING_MAX {
-            let skip = |k: &PartKey| skipped.contains(k) || found.contains(k);
-            match self.inner.find_job(&skip) {
-                Some(job) => {
-                    found.insert(job.key);
-                }
-                None => break,
+        let tombstones = self.inner.tombstones.read().clone();
+        let (mut pending, mut write_cold_later) = (0, 0);
+        let skip = |k: &PartKey| skipped.contains(k);
+        let _: Option<()> = self.inner.find_in_partitions(&tombstones, &skip, |_, _, infos, cold| {
+            if compaction::pick(infos, cold.now()).is_some() {
+                pending += 1;
+            } else if !cold.now() && compaction::pick(infos, true).is_some() {
+                write_cold_later += 1;
             }
-        }
-        CompactionStatus { running, pending: found.len() }
+            (pending >= COMPACTION_STATUS_PENDING_MAX).then_some(())
+        });
+        CompactionStatus { running, pending, write_cold_later }
     }
 
     /// Runs compactions in this thread until the picker finds no work and none is running elsewhere.
@@ -450,6 +471,31 @@ impl Inner {
 
     fn find_job(&self, skip: &dyn Fn(&PartKey) -> bool) -> Option<Job> {
         let tombstones = self.tombstones.read().clone();
+        self.find_in_partitions(&tombstones, skip, |key, part, infos, cold| {
+            let run = compaction::pick(infos, cold.now())?;
+            let (db, table, _) = key;
+            let mut cols: Vec<(ColId, FieldType)> = self.table_field_types(db, table)?.into_iter().collect();
+            cols.sort_unstable_by_key(|c| c.0);
+            let table_tombs = tombstones.get(&(db, table)).map(Vec::as_slice).unwrap_or(&[]);
+            Some(Job {
+                key,
+                inputs: part[run].iter().map(|s| Arc::clone(s)).collect(),
+                tombstones_applied: table_tombs.iter().map(|t| t.id).max().unwrap_or(0),
+                tombstones: table_tombs.to_vec(),
+                cols,
+            })
+        })
+    }
+
+    /// Calls `f` with each partition not skipped and not past retention (its files in generation order,
+    /// what the picker knows of them, and whether and why it counts as cold), in (table, partition) order,
+    /// until `f` returns something.
+    fn find_in_partitions<R>(
+        &self,
+        tombstones: &HashMap<(DbId, TableId), Vec<Arc<Tombstone>>>,
+        skip: &dyn Fn(&PartKey) -> bool,
+        mut f: impl FnMut(PartKey, &[&Arc<Segment>], &[FileInfo], Cold) -> Option<R>,
+    ) -> Option<R> {
         let segs = self.segments.read();
         let mut tables: Vec<_> = segs.iter().collect();
         tables.sort_by_key(|(k, _)| **k);
@@ -469,18 +515,16 @@ impl Inner {
                 }
                 part.sort_by_key(|s| s.id.generation);
                 let infos: Vec<FileInfo> = part.iter().map(|s| file_info(s, table_tombs)).collect();
-                let cold = p.saturating_add(p_ns) <= newest;
-                let Some(run) = compaction::pick(&infos, cold) else { continue };
-                let Some(cols) = self.table_field_types(db, table) else { continue };
-                let mut cols: Vec<(ColId, FieldType)> = cols.into_iter().collect();
-                cols.sort_unstable_by_key(|c| c.0);
-                return Some(Job {
-                    key,
-                    inputs: part[run].iter().map(|s| Arc::clone(s)).collect(),
-                    tombstones_applied: table_tombs.iter().map(|t| t.id).max().unwrap_or(0),
-                    tombstones: table_tombs.to_vec(),
-                    cols,
-                });
+                let cold = if p.saturating_add(p_ns) <= newest {
+                    Cold::Past
+                } else if part.iter().all(|s| s.opened.elapsed() >= self.config.compact_full_write_cold) {
+                    Cold::WriteCold
+                } else {
+                    Cold::No
+                };
+                if let Some(r) = f(key, &part, &infos, cold) {
+                    return Some(r);
+                }
             }
         }
         None

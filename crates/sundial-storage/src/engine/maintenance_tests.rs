@@ -92,21 +92,23 @@ fn read_amplification_stays_bounded_as_flushes_accumulate() {
 }
 
 /// `compaction_status` counts the partitions the picker would merge (a cold one with two files, a hot one
-/// with the size-tiered trigger's count of equal files), changes nothing itself, and reads idle once `compact_now` has done the work.
+/// with the size-tiered trigger's count of equal files) and those it will merge once write-cold, changes
+/// nothing itself, and reads idle once `compact_now` has done the work.
 #[test]
 fn compaction_status_counts_waiting_partitions_until_they_are_merged() {
     let dir = tempfile::tempdir().unwrap();
     let e = Engine::open(config(dir.path())).unwrap();
     e.create_database("db", 0, false).unwrap();
     let day = crate::limits::PARTITION_NS_DEFAULT;
-    let idle = CompactionStatus { running: 0, pending: 0 };
+    let idle = CompactionStatus { running: 0, pending: 0, write_cold_later: 0 };
     assert_eq!(e.compaction_status(), idle, "empty");
     let trigger = crate::limits::COMPACTION_TRIGGER_FILES;
     for files in 1..=trigger {
         e.write("db", &[point("a", files as i64, 1), point("a", day + files as i64, 1)]).unwrap();
         e.flush().unwrap();
-        let want = if files == 1 { 0 } else if files < trigger { 1 } else { 2 };
-        assert_eq!(e.compaction_status(), CompactionStatus { running: 0, pending: want }, "after {files} flushes");
+        // The hot partition's files wait for it to turn write-cold (4 h) until the size-tiered trigger.
+        let (pending, write_cold_later) = if files == 1 { (0, 0) } else if files < trigger { (1, 1) } else { (2, 0) };
+        assert_eq!(e.compaction_status(), CompactionStatus { running: 0, pending, write_cold_later }, "after {files} flushes");
     }
     let (db, t) = ids(&e);
     let files = e.partition_files(db, t);
@@ -114,6 +116,36 @@ fn compaction_status_counts_waiting_partitions_until_they_are_merged() {
     let r = e.compact_now().unwrap();
     assert!(r.jobs >= 2, "{r:?}");
     assert_eq!(e.compaction_status(), idle, "after compact_now");
+}
+
+/// A partition whose files are all older than `compact_full_write_cold` is merged whole, like a past
+/// one, though no later partition has data: the newest day ends as one file once writes stop.
+#[test]
+fn a_write_cold_partition_is_merged_into_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.compact_full_write_cold = Duration::from_millis(300);
+    let e = Engine::open(c).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    let mut expected = Vec::new();
+    for k in 0..3 {
+        let pts: Vec<_> = (0..50).map(|i| point(["a", "b"][i as usize % 2], k * 1000 + i, k * 100 + i)).collect();
+        expected.extend(pts.iter().map(|p| (p.tags[0].1.to_string(), p.ts, match p.fields[0].1 { Value::Integer(v) => v, _ => 0 })));
+        e.write("db", &pts).unwrap();
+        e.flush().unwrap();
+    }
+    let (db, t) = ids(&e);
+    let status = e.compaction_status();
+    assert_eq!(e.compact_now().unwrap().jobs, 0, "three fresh files of the newest partition: below the trigger");
+    assert_eq!(e.partition_files(db, t).values().copied().collect::<Vec<_>>(), vec![3]);
+    assert_eq!(status, CompactionStatus { running: 0, pending: 0, write_cold_later: 1 });
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(e.compaction_status(), CompactionStatus { running: 0, pending: 1, write_cold_later: 0 }, "write-cold now");
+    assert_eq!(e.compact_now().unwrap().jobs, 1);
+    assert_eq!(e.partition_files(db, t).values().copied().collect::<Vec<_>>(), vec![1]);
+    assert_eq!(e.compaction_status(), CompactionStatus { running: 0, pending: 0, write_cold_later: 0 });
+    expected.sort();
+    assert_eq!(read_all(&e), expected);
 }
 
 /// Background compaction (threads on, woken by flushes) bounds read amplification too; the test waits
