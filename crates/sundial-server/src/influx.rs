@@ -184,29 +184,43 @@ impl<'s> ChunkTags<'s> {
         self.runs = runs;
     }
 
-    /// The JSON of tag run `i` of chunk `c` (`runs` from [`ChunkTags::take_runs`] for its answer).
-    fn json(&mut self, runs: &[Run], chunks: &[Chunk], c: usize, i: usize) -> &str {
-        &self.json[c].get_or_insert_with(|| {
-            runs.iter()
-                .filter_map(|r| match r {
-                    Run::Tags(_, tags) => Some(tags),
-                    Run::Cell(_) => None,
-                })
+    /// Writes tag run `i` of chunk `c` to `out` (`runs` from [`ChunkTags::take_runs`] for its answer).
+    /// A chunk of one row (a series' last row: TSBS's lastpoint) writes its tags straight into `out`, as
+    /// it is written once; a chunk of more rows makes its runs' JSON once and copies it per row.
+    fn write(&mut self, out: &mut String, runs: &[Run], chunks: &[Chunk], width: usize, c: usize, i: usize) {
+        let tags_json = |s: &mut String, tags: &[usize]| {
+            for (j, t) in tags.iter().enumerate() {
+                if j > 0 {
+                    s.push(',');
+                }
+                match &chunks[c].tags[*t] {
+                    Cell::String(v) => push_str(s, v),
+                    _ => s.push_str("null"),
+                }
+            }
+        };
+        let tag_runs = || {
+            runs.iter().filter_map(|r| match r {
+                Run::Tags(_, tags) => Some(tags),
+                Run::Cell(_) => None,
+            })
+        };
+        if self.json[c].is_none() && chunks[c].cells.len() <= width {
+            if let Some(tags) = tag_runs().nth(i) {
+                tags_json(out, tags);
+            }
+            return;
+        }
+        let json = self.json[c].get_or_insert_with(|| {
+            tag_runs()
                 .map(|tags| {
                     let mut s = String::new();
-                    for (j, t) in tags.iter().enumerate() {
-                        if j > 0 {
-                            s.push(',');
-                        }
-                        match &chunks[c].tags[*t] {
-                            Cell::String(v) => push_str(&mut s, v),
-                            _ => s.push_str("null"),
-                        }
-                    }
+                    tags_json(&mut s, tags);
                     s
                 })
                 .collect()
-        })[i]
+        });
+        out.push_str(&json[i]);
     }
 }
 
@@ -245,7 +259,7 @@ impl<'s> RowWriter<'s> {
             for run in &runs {
                 out.push(',');
                 match run {
-                    Run::Tags(i, _) => out.push_str(self.tags.json(&runs, &g.chunks, c as usize, *i)),
+                    Run::Tags(i, _) => self.tags.write(out, &runs, &g.chunks, g.width, c as usize, *i),
                     Run::Cell(k) => self.cell(out, &row[*k]),
                 }
             }
