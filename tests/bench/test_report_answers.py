@@ -23,7 +23,7 @@ def test_parse_printed_skips_the_runner_statistics():
     b = {"influxql": "SELECT 2", "response": {"results": []}}
     text = ("Burn-in …\n" + printed_with_prefix(a, 0) + "After 1 queries with 1 workers:\n"
             + printed_with_prefix(b, 1) + "Run complete after 2 queries\n")
-    assert ra.parse_printed(text) == [a, b]
+    assert list(ra.parse_printed(text)) == [a, b]
 
 
 def test_influx_questdb_and_sql_shapes_normalise_alike():
