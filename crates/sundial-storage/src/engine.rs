@@ -83,8 +83,8 @@ pub struct EngineConfig {
     /// duration"): data at rest ends up compressed in segments and the WAL is emptied. Default 60 s.
     pub flush_idle: Duration,
     /// Time since a partition's newest file was written after which the partition is merged whole into
-    /// one file, as a past partition is (InfluxDB's "compact full write cold duration"). Default 4 h
-    /// ([`limits::COMPACT_FULL_WRITE_COLD_MS_DEFAULT`]).
+    /// one file, as a past partition is (InfluxDB's "compact full write cold duration"). Zero: never (the
+    /// newest partition stays size-tiered). Default 4 h ([`limits::COMPACT_FULL_WRITE_COLD_MS_DEFAULT`]).
     pub compact_full_write_cold: Duration,
     /// Time partition length in nanoseconds. Default one day.
     pub partition_ns: i64,

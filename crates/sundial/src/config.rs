@@ -100,8 +100,8 @@ pub struct ServeArgs {
     pub flush_idle_secs: Option<u64>,
 
     /// Time after a partition's newest file was written at which the partition is merged whole into one
-    /// file, like a past partition (InfluxDB's `compact-full-write-cold-duration`), in seconds.
-    /// [default: 14400]
+    /// file, like a past partition (InfluxDB's `compact-full-write-cold-duration`), in seconds; `0`:
+    /// never. [default: 14400]
     #[arg(long, env = "SUNDIAL_COMPACT_FULL_WRITE_COLD_SECS")]
     pub compact_full_write_cold_secs: Option<u64>,
 

@@ -143,7 +143,7 @@ impl Engine {
         let _: Option<()> = self.inner.find_in_partitions(&tombstones, &skip, |_, _, infos, cold| {
             if compaction::pick(infos, cold.now()).is_some() {
                 pending += 1;
-            } else if !cold.now() && compaction::pick(infos, true).is_some() {
+            } else if !cold.now() && !self.inner.config.compact_full_write_cold.is_zero() && compaction::pick(infos, true).is_some() {
                 write_cold_later += 1;
             }
             (pending >= COMPACTION_STATUS_PENDING_MAX).then_some(())
@@ -517,7 +517,9 @@ impl Inner {
                 let infos: Vec<FileInfo> = part.iter().map(|s| file_info(s, table_tombs)).collect();
                 let cold = if p.saturating_add(p_ns) <= newest {
                     Cold::Past
-                } else if part.iter().all(|s| s.opened.elapsed() >= self.config.compact_full_write_cold) {
+                } else if !self.config.compact_full_write_cold.is_zero()
+                    && part.iter().all(|s| s.opened.elapsed() >= self.config.compact_full_write_cold)
+                {
                     Cold::WriteCold
                 } else {
                     Cold::No

@@ -146,6 +146,18 @@ fn a_write_cold_partition_is_merged_into_one_file() {
     assert_eq!(e.compaction_status(), CompactionStatus { running: 0, pending: 0, write_cold_later: 0 });
     expected.sort();
     assert_eq!(read_all(&e), expected);
+
+    // Zero turns it off: after more flushes and as long a wait, the files stay as size-tiering leaves them.
+    drop(e);
+    let mut c = config(dir.path());
+    c.compact_full_write_cold = Duration::ZERO;
+    let e = Engine::open(c).unwrap();
+    e.write("db", &[point("a", 5000, 1)]).unwrap();
+    e.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(e.compact_now().unwrap().jobs, 0);
+    assert_eq!(e.partition_files(db, t).values().copied().collect::<Vec<_>>(), vec![2]);
+    assert_eq!(e.compaction_status(), CompactionStatus { running: 0, pending: 0, write_cold_later: 0 });
 }
 
 /// Background compaction (threads on, woken by flushes) bounds read amplification too; the test waits
