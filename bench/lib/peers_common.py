@@ -354,9 +354,10 @@ class SundialPeer(_InfluxApi):
 
     def settle(self, server, log):
         """Waits until the memtables are flushed (10 s after the load, `--flush-idle-secs`) and compaction is
-        neither running nor due, nor waiting for the newest partition to turn write-cold, by /debug/vars, so that the settled disk figure and the queries after it
-        see the compacted files, not a merge in progress (which once made 1-worker latencies 70x the settled
-        ones in scenario 2). The fixed settle time still applies on top, as for every database."""
+        neither running nor due, nor waiting for the newest partition to turn write-cold, by /debug/vars, so
+        that the settled disk figure and the queries after it see the compacted files, not a merge in progress
+        (which once made 1-worker latencies 70x the settled ones in scenario 2). The fixed settle time still
+        applies on top, as for every database."""
         t0 = time.monotonic()
         idle_polls, last = 0, None
         while idle_polls < SUNDIAL_SETTLE_IDLE_POLLS:

@@ -184,10 +184,11 @@ impl<'s> ChunkTags<'s> {
         self.runs = runs;
     }
 
-    /// Writes tag run `i` of chunk `c` to `out` (`runs` from [`ChunkTags::take_runs`] for its answer).
-    /// A chunk of one row (a series' last row: TSBS's lastpoint) writes its tags straight into `out`, as
-    /// it is written once; a chunk of more rows makes its runs' JSON once and copies it per row.
-    fn write(&mut self, out: &mut String, runs: &[Run], chunks: &[Chunk], width: usize, c: usize, i: usize) {
+    /// Writes tag run `(i, tags)` (the `i`th run of tags, these of `Chunk::tags`) of chunk `c` to `out`
+    /// (`runs` from [`ChunkTags::take_runs`] for its answer). A chunk of one row (a series' last row: TSBS's lastpoint) writes its tags straight
+    /// into `out`, as it is written once; a chunk of more rows makes its runs' JSON once and copies it per
+    /// row.
+    fn write(&mut self, out: &mut String, runs: &[Run], chunks: &[Chunk], width: usize, c: usize, (i, tags): (usize, &[usize])) {
         let tags_json = |s: &mut String, tags: &[usize]| {
             for (j, t) in tags.iter().enumerate() {
                 if j > 0 {
@@ -199,20 +200,16 @@ impl<'s> ChunkTags<'s> {
                 }
             }
         };
-        let tag_runs = || {
-            runs.iter().filter_map(|r| match r {
-                Run::Tags(_, tags) => Some(tags),
-                Run::Cell(_) => None,
-            })
-        };
         if self.json[c].is_none() && chunks[c].cells.len() <= width {
-            if let Some(tags) = tag_runs().nth(i) {
-                tags_json(out, tags);
-            }
+            tags_json(out, tags);
             return;
         }
         let json = self.json[c].get_or_insert_with(|| {
-            tag_runs()
+            runs.iter()
+                .filter_map(|r| match r {
+                    Run::Tags(_, tags) => Some(tags),
+                    Run::Cell(_) => None,
+                })
                 .map(|tags| {
                     let mut s = String::new();
                     tags_json(&mut s, tags);
@@ -259,7 +256,7 @@ impl<'s> RowWriter<'s> {
             for run in &runs {
                 out.push(',');
                 match run {
-                    Run::Tags(i, _) => self.tags.write(out, &runs, &g.chunks, g.width, c as usize, *i),
+                    Run::Tags(i, tags) => self.tags.write(out, &runs, &g.chunks, g.width, c as usize, (*i, tags)),
                     Run::Cell(k) => self.cell(out, &row[*k]),
                 }
             }

@@ -8,8 +8,9 @@
 //! failed background job is logged and its partition skipped for [`limits::COMPACTION_RETRY_MS`].
 //! A partition is *cold* once the table has files in a later partition ("yesterday, once today has
 //! data"), or once its newest file is `compact_full_write_cold` old (default 4 h: "written to no more",
-//! InfluxDB's full compaction of a write-cold shard); cold partitions are merged into one file. Late rows for a cold partition therefore cost a
-//! rewrite of that partition per flush that carries them (bounded by the input limits).
+//! InfluxDB's full compaction of a write-cold shard); cold partitions are merged into one file. Late
+//! rows for a cold partition therefore cost a rewrite of that partition per flush that carries them
+//! (bounded by the input limits).
 //!
 //! # Retention
 //! A database with `retention_ns > 0` keeps rows with `ts >= now − retention_ns`. Whole partitions
@@ -47,19 +48,22 @@ use crate::types::FieldType;
 /// (database, table, partition start).
 type PartKey = (DbId, TableId, i64);
 
-/// Whether a partition is merged whole (picker rule 2), and why.
+/// Whether a partition is merged whole (picker rule 2), and why, or whether it will be.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Cold {
     /// The table has files in a later partition ("yesterday, once today has data").
     Past,
     /// Every file of the partition is older than `EngineConfig::compact_full_write_cold`.
     WriteCold,
+    /// Not cold yet: it turns write-cold if no newer file comes first.
+    Later,
+    /// Not cold, and write-cold merging is off (`compact_full_write_cold` zero).
     No,
 }
 
 impl Cold {
     fn now(self) -> bool {
-        self != Cold::No
+        matches!(self, Cold::Past | Cold::WriteCold)
     }
 }
 
@@ -73,6 +77,15 @@ pub(super) struct CompactionState {
 struct Claims {
     running: HashSet<PartKey>,
     failed: HashMap<PartKey, Instant>,
+}
+
+impl Claims {
+    /// Whether the picker passes over `k`: it is being merged, or (`background`) its last job failed
+    /// less than [`limits::COMPACTION_RETRY_MS`] ago.
+    fn skips(&self, k: &PartKey, background: bool) -> bool {
+        let retry = Duration::from_millis(limits::COMPACTION_RETRY_MS);
+        self.running.contains(k) || (background && self.failed.get(k).is_some_and(|at| at.elapsed() < retry))
+    }
 }
 
 impl CompactionState {
@@ -130,25 +143,20 @@ impl Engine {
     /// What compaction is doing now and has scheduled, without claiming anything: a benchmark waits for
     /// every figure to be 0 (with the memtables flushed) before it measures settled disk or queries.
     pub fn compaction_status(&self) -> CompactionStatus {
-        let (running, skipped) = {
-            let g = self.inner.compaction.claims.lock();
-            let retry = Duration::from_millis(limits::COMPACTION_RETRY_MS);
-            let skipped: HashSet<PartKey> =
-                g.running.iter().copied().chain(g.failed.iter().filter(|(_, at)| at.elapsed() < retry).map(|(k, _)| *k)).collect();
-            (g.running.len(), skipped)
-        };
+        // Held while the partitions are walked, as `claim` holds it, so that no job starts or ends between.
+        let claims = self.inner.compaction.claims.lock();
         let tombstones = self.inner.tombstones.read().clone();
         let (mut pending, mut write_cold_later) = (0, 0);
-        let skip = |k: &PartKey| skipped.contains(k);
+        let skip = |k: &PartKey| claims.skips(k, true);
         let _: Option<()> = self.inner.find_in_partitions(&tombstones, &skip, |_, _, infos, cold| {
             if compaction::pick(infos, cold.now()).is_some() {
                 pending += 1;
-            } else if !cold.now() && !self.inner.config.compact_full_write_cold.is_zero() && compaction::pick(infos, true).is_some() {
+            } else if cold == Cold::Later && compaction::pick(infos, true).is_some() {
                 write_cold_later += 1;
             }
             (pending >= COMPACTION_STATUS_PENDING_MAX).then_some(())
         });
-        CompactionStatus { running, pending, write_cold_later }
+        CompactionStatus { running: claims.running.len(), pending, write_cold_later }
     }
 
     /// Runs compactions in this thread until the picker finds no work and none is running elsewhere.
@@ -458,7 +466,7 @@ impl Inner {
         }
         let retry = Duration::from_millis(limits::COMPACTION_RETRY_MS);
         claims.failed.retain(|_, at| at.elapsed() < retry);
-        let skip = |k: &PartKey| claims.running.contains(k) || (background && claims.failed.contains_key(k));
+        let skip = |k: &PartKey| claims.skips(k, background);
         match self.find_job(&skip) {
             Some(job) => {
                 claims.running.insert(job.key);
@@ -515,14 +523,15 @@ impl Inner {
                 }
                 part.sort_by_key(|s| s.id.generation);
                 let infos: Vec<FileInfo> = part.iter().map(|s| file_info(s, table_tombs)).collect();
+                let write_cold = self.config.compact_full_write_cold;
                 let cold = if p.saturating_add(p_ns) <= newest {
                     Cold::Past
-                } else if !self.config.compact_full_write_cold.is_zero()
-                    && part.iter().all(|s| s.opened.elapsed() >= self.config.compact_full_write_cold)
-                {
+                } else if write_cold.is_zero() {
+                    Cold::No
+                } else if part.iter().all(|s| s.opened.elapsed() >= write_cold) {
                     Cold::WriteCold
                 } else {
-                    Cold::No
+                    Cold::Later
                 };
                 if let Some(r) = f(key, &part, &infos, cold) {
                     return Some(r);
