@@ -219,6 +219,7 @@ mod tests {
             ts_chunk: crate::segment::ChunkRef { offset: 16, len: 1, crc: 0 },
             pack: None,
             cols: Arc::default(),
+            hours: None,
         };
         vec![b; n].into()
     }

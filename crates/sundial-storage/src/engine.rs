@@ -49,6 +49,7 @@ use crate::batch::WriteBatch;
 use crate::catalog::{Catalog, CatalogEntry, ColId, ColumnKind, Counters, DbId, Resolver, SeriesId, TableId, validate_name};
 use crate::catalog_log::CatalogLog;
 use crate::error::{Error, Result};
+use crate::hours::{self, HourStats};
 use crate::limits;
 use crate::memtable::MemGen;
 use crate::rows::{self, RowsRef, SeriesRows};
@@ -1099,6 +1100,14 @@ enum Source {
     Active,
 }
 
+/// A piece of a series' rows from [`TableSnapshot::scan_hours`].
+pub enum Piece<'a> {
+    /// Rows, as [`TableSnapshot::scan`] hands them out.
+    Rows(RowsRef<'a>),
+    /// A block's statistics for whole hours of the range, standing for its rows there.
+    Hours(&'a HourStats),
+}
+
 /// See [`Engine::snapshot`].
 pub struct TableSnapshot {
     pub db: DbId,
@@ -1157,6 +1166,25 @@ impl TableSnapshot {
         self.scan_with(series, series.len() <= limits::SCAN_CACHED_SERIES_MAX, |_, _| true, f)
     }
 
+    /// [`TableSnapshot::scan`], handing out a block's [hour statistics](crate::hours) instead of its
+    /// rows in the whole hours of the range where `accept` takes them ([`Piece::Hours`]); the block's
+    /// rows outside those hours come as rows. Only a block that alone holds the series' rows over its
+    /// time range is offered (as in [`TableSnapshot::scan_blocks_where`]): its hours' statistics are
+    /// then those of the answer's rows there. `accept` sees the statistics first and refuses those it
+    /// cannot use (inexact ones: see [`HourStats::rows_set`]); the block is then read as rows.
+    ///
+    /// Pieces of one series come in no particular time order: a fold of `count/sum/mean/min/max` does
+    /// not need one, `first/last` would.
+    pub fn scan_hours(
+        &self,
+        series: &[SeriesId],
+        mut accept: impl FnMut(&HourStats) -> bool,
+        mut f: impl FnMut(Piece<'_>),
+    ) -> Result<()> {
+        let cache = series.len() <= limits::SCAN_CACHED_SERIES_MAX;
+        self.scan_pieces(series, cache, |_, _| true, Some(&mut accept), |p| f(p))
+    }
+
     /// [`TableSnapshot::scan`] without the rows of the blocks `keep` refuses, from their statistics
     /// (a condition on a field no row of the block can meet: TSBS's `usage_user > 90` over a block whose
     /// maximum is 85). Only a block that alone holds the series' rows over its time range is offered
@@ -1172,14 +1200,41 @@ impl TableSnapshot {
         self.scan_with(series, series.len() <= limits::SCAN_CACHED_SERIES_MAX, keep, f)
     }
 
-    /// [`TableSnapshot::scan_blocks_where`], caching the block-index groups it decodes or not (see
-    /// [`limits::SCAN_CACHED_SERIES_MAX`]); tests take both ways on a few series.
+    /// [`TableSnapshot::scan_blocks_where`], caching the block-index groups it decodes or not.
     pub(crate) fn scan_with(
         &self,
         series: &[SeriesId],
         cache_groups: bool,
-        mut keep: impl FnMut(SeriesId, &BlockMeta) -> bool,
+        keep: impl FnMut(SeriesId, &BlockMeta) -> bool,
         mut f: impl FnMut(RowsRef<'_>),
+    ) -> Result<()> {
+        self.scan_pieces(series, cache_groups, keep, None, |p| match p {
+            Piece::Rows(r) => f(r),
+            Piece::Hours(_) => unreachable!("no hour statistics without `accept`"),
+        })
+    }
+
+    /// The whole hours of the snapshot's range that block `b` touches, as hour numbers, when it has hour
+    /// statistics and there is at least one.
+    fn whole_hours(&self, b: &BlockMeta) -> Option<std::ops::Range<i64>> {
+        b.hours?;
+        // The first hour starting at or after `ts_min`, and the hour after the last ending by `ts_max`.
+        let first = i128::from(self.ts_min).div_euclid(i128::from(hours::HOUR_NS)) + i128::from(self.ts_min.rem_euclid(hours::HOUR_NS) != 0);
+        let end = (i128::from(self.ts_max) + 1).div_euclid(i128::from(hours::HOUR_NS));
+        let lo = first.max(i128::from(hours::hour_of(b.ts_min)));
+        let hi = end.min(i128::from(hours::hour_of(b.ts_max)) + 1);
+        (lo < hi).then(|| lo as i64..hi as i64)
+    }
+
+    /// [`TableSnapshot::scan_blocks_where`] and [`TableSnapshot::scan_hours`] in one, caching the block-index groups it decodes or not (see
+    /// [`limits::SCAN_CACHED_SERIES_MAX`]); tests take both ways on a few series.
+    fn scan_pieces(
+        &self,
+        series: &[SeriesId],
+        cache_groups: bool,
+        mut keep: impl FnMut(SeriesId, &BlockMeta) -> bool,
+        mut accept: Option<&mut dyn FnMut(&HourStats) -> bool>,
+        mut f: impl FnMut(Piece<'_>),
     ) -> Result<()> {
         if self.ts_min > self.ts_max {
             return Ok(()); // e.g. a range wholly before the retention cutoff
@@ -1191,6 +1246,7 @@ impl TableSnapshot {
         // covers all of the series' rows there.
         let mut runs: Vec<(i64, i64, Source)> = Vec::new();
         let mut owned = SeriesRows::default();
+        let mut hour_stats = HourStats::default();
         for (k, &s) in series.iter().enumerate() {
             debug_assert!(k == 0 || series[k - 1] < s, "series ascending");
             runs.clear();
@@ -1225,7 +1281,7 @@ impl TableSnapshot {
                 });
             if hidden || runs.windows(2).any(|w| w[1].0 <= w[0].1) {
                 if let Some(rows) = self.read_series(s)? {
-                    f(RowsRef::of(&rows));
+                    f(Piece::Rows(RowsRef::of(&rows)));
                 }
                 continue;
             }
@@ -1236,6 +1292,23 @@ impl TableSnapshot {
                         if !keep(s, b) {
                             continue;
                         }
+                        if let (Some(accept), Some(whole)) = (accept.as_mut(), self.whole_hours(b)) {
+                            self.segments[i].read_hours(b, &self.cols, whole.clone(), &mut hour_stats)?;
+                            if accept(&hour_stats) {
+                                f(Piece::Hours(&hour_stats));
+                                // The block's rows before and after those hours, in the range.
+                                let (a, z) = (whole.start.saturating_mul(hours::HOUR_NS), whole.end.saturating_mul(hours::HOUR_NS));
+                                for (lo, hi) in [(self.ts_min, a.saturating_sub(1)), (z, self.ts_max)] {
+                                    if lo.max(b.ts_min) <= hi.min(b.ts_max) {
+                                        let r = cursors[i].read(b, lo, hi, &self.cols, &mut owned)?;
+                                        if !r.ts.is_empty() {
+                                            f(Piece::Rows(r));
+                                        }
+                                    }
+                                }
+                                continue;
+                            }
+                        }
                         cursors[i].read(b, self.ts_min, self.ts_max, &self.cols, &mut owned)?
                     }
                     Source::Frozen(i) => {
@@ -1245,7 +1318,7 @@ impl TableSnapshot {
                     Source::Active => RowsRef::of(&self.active[&s]),
                 };
                 if !r.ts.is_empty() {
-                    f(r);
+                    f(Piece::Rows(r));
                 }
             }
         }

@@ -136,6 +136,7 @@ pub mod encoding;
 pub mod engine;
 pub mod error;
 pub mod frame;
+pub mod hours;
 pub mod limits;
 pub mod memtable;
 pub mod placement;

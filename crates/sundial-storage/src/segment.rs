@@ -8,10 +8,12 @@
 //!            gen_min:u64 tombstones_applied:u64
 //!            n_blocks:uvarint block*
 //! block   := series_delta:uvarint head:uvarint                      (head = n_rows << 1 | packed)
-//!            [packed = 0: ts_min_off:uvarint ts_span:uvarint ts_chunk n_cols:uvarint (col:uvarint type:u8 chunk stats)*]
+//!            [packed = 0: ts_min_off:uvarint ts_span:uvarint ts_chunk n_cols:uvarint (col:uvarint type:u8 chunk stats)*
+//!                         [version ≥ 6: hours]]
 //!            [packed = 1, no pack open: pack]
 //! pack    := pack_rows:uvarint ts_min_off:uvarint ts_span:uvarint ts_chunk n_cols:uvarint (col:uvarint type:u8 chunk)*
 //! chunk   := len:uvarint crc32c:u32                                     (a chunk reference)
+//! hours   := len:uvarint [len > 0: crc32c:u32]     (version 6: the block's hour statistics, see crate::hours)
 //! stats   := count:uvarint [if count > 0: first_ts_off:uvarint last_ts_off:uvarint values]
 //! values  := by type: Integer  min:ivarint (max−min):uvarint (first−min):uvarint (last−min):uvarint
 //!                              sum_ok:u8 [sum_ok = 1: sum:ivarint]
@@ -25,7 +27,7 @@
 //! `ts_min_off = ts_min − partition_start`, `ts_span = ts_max − ts_min`; in stats,
 //! `first_ts_off = first_ts − ts_min` and `last_ts_off = ts_max − last_ts`; differences wrap (two's
 //! complement) and are never negative in a valid file. A chunk reference has no offset: chunks are
-//! written back to back in footer order (each block's timestamp chunk, then its column chunks) from byte
+//! written back to back in footer order (each block's timestamp chunk, its column chunks, then its hour statistics) from byte
 //! 16, so a chunk starts where the previous one ended, and the last one ends where the footer starts
 //! (checked at open). Booleans' `min`/`max` are derived: `min = (trues == count)`, `max = (trues > 0)`.
 //! Integer and float `sum_ok` is 0 when the sum overflowed (floats: always 1, not stored).
@@ -58,7 +60,9 @@
 //! the Alp and Gorilla codecs (a version-2 reader would fail on them block by block, as "corrupt");
 //! **4** adds packs (above); **5** keeps version 4's layout but lets a block's numeric columns use the
 //! PcoPaged codec (pco pages that decode on their own, so a read of a time range decodes only the pages
-//! holding it; see [`crate::codec`]). Header and trailer carry the version. This build writes 5 and reads 1 to 5: a version-1 file reads
+//! holding it; see [`crate::codec`]); **6** ends each unpacked block entry with a reference to its hour
+//! statistics ([`crate::hours`]), a chunk written after its column chunks, present when the block touches
+//! two clock hours or more. Header and trailer carry the version. This build writes 6 and reads 1 to 6: a version-1 file reads
 //! as `gen_min = generation`, `tombstones_applied = 0`; a version-1 or 2 file using Alp or Gorilla, or a
 //! version-1 to 4 file using PcoPaged, is corrupt.
 //!
@@ -95,6 +99,7 @@ use crate::codec;
 use crate::encoding::{Reader, put_i64, put_ivarint, put_u8, put_u32, put_u64, put_uvarint};
 use crate::error::{Error, Result};
 use crate::frame;
+use crate::hours::{self, HourStats};
 use crate::block_cache::BlockIndexCache;
 use crate::limits::{
     BLOCK_ROWS_MAX, COLUMNS_PER_TABLE_MAX, DECODED_PACKS_BYTES_MAX, FOOTER_GROUP_BLOCKS, PACK_BLOCK_ROWS_MAX, PACK_ROWS_MAX,
@@ -106,12 +111,15 @@ use crate::types::{Column, ColumnValues, FieldType, Value};
 
 pub const MAGIC: &[u8; 8] = b"SDSEG\0\0\0";
 pub const TRAILER_MAGIC: &[u8; 8] = b"SDSEGEND";
+/// First version whose blocks may carry an hour-statistics chunk ([`crate::hours`]).
+pub const HOURS_SEGMENT_VERSION: u32 = 6;
 /// Format version this build writes. 3 has the same layout as 2, but float column chunks may use the
 /// Alp and Gorilla codecs; the bump makes a version-2 build refuse such files at start-up (a clear
 /// "newer version" error) instead of failing queries on them as "corrupt". 4 adds packs. 5 adds the
 /// PcoPaged column codec (a block's numeric column in pages that decode on their own, see
-/// [`codec`](crate::codec)); the layout is 4's.
-pub const VERSION: u32 = 5;
+/// [`codec`](crate::codec)); the layout is 4's. 6 adds a block's hour statistics ([`crate::hours`]):
+/// a chunk after its column chunks, referenced from its footer entry.
+pub const VERSION: u32 = 6;
 /// Oldest format version this build still reads.
 pub const VERSION_MIN: u32 = 1;
 pub const TRAILER_BYTES: usize = 32;
@@ -176,6 +184,9 @@ pub struct BlockMeta {
     pub cols: Arc<[ColMeta]>,
     /// `Some` for a block stored in a pack (version 4): where its rows are among the pack's.
     pub pack: Option<PackSlice>,
+    /// The block's hour statistics (version 6, see [`crate::hours`]): `None` for a block within one
+    /// hour, a packed block, or an older file.
+    pub hours: Option<ChunkRef>,
 }
 
 /// Where a packed block's rows are: rows `row_off..row_off + n_rows` of a pack of `rows` rows, whose
@@ -327,6 +338,7 @@ impl PackBuilder {
             ts_chunk: ChunkRef { offset: 0, len: 0, crc: 0 },
             cols: Arc::default(),
             pack: Some(PackSlice { row_off: off as u32, rows: 0 }),
+            hours: None,
         });
         Ok(())
     }
@@ -496,6 +508,7 @@ impl SegmentWriter {
         let ts = &rows.ts[range.clone()];
         let ts_chunk = self.put_encoded(|out| codec::encode_timestamps(ts, out))?;
         let mut metas = Vec::new();
+        let mut sliced = Vec::new();
         for (col, c) in cols.iter().zip(&rows.cols) {
             let Some(c) = c else { continue };
             let stats = stats_of(ts, c, range.clone());
@@ -503,13 +516,21 @@ impl SegmentWriter {
                 continue;
             }
             let paged = self.version >= codec::PAGED_SEGMENT_VERSION;
+            let c = c.slice(range.clone());
             let chunk = self.put_encoded(|out| {
-                let c = c.slice(range.clone());
                 if paged { codec::encode_column(&c, out) } else { codec::encode_column_delta(&c, codec::Delta::Auto, out) }
             })?;
             metas.push(ColMeta { col: *col, ty: c.field_type(), chunk, stats });
+            sliced.push((*col, c));
         }
+        let hours = if self.version >= HOURS_SEGMENT_VERSION && hours::wanted(ts[0], ts[ts.len() - 1]) {
+            let cols: Vec<(ColId, &Column)> = sliced.iter().map(|(id, c)| (*id, c)).collect();
+            Some(self.put_encoded(|out| hours::encode(ts, &cols, out))?)
+        } else {
+            None
+        };
         self.blocks.push(BlockMeta {
+            hours,
             series: rows.series,
             n_rows: ts.len() as u32,
             ts_min: ts[0],
@@ -609,6 +630,12 @@ fn encode_footer(id: &SegmentId, blocks: &[BlockMeta], packs: &[PackMeta], versi
             put_u8(&mut out, c.ty as u8);
             put_chunk(&mut out, &c.chunk);
             put_stats(&mut out, c.ty, &c.stats, b);
+        }
+        if version >= HOURS_SEGMENT_VERSION {
+            match &b.hours {
+                Some(h) => put_chunk(&mut out, h),
+                None => put_uvarint(&mut out, 0),
+            }
         }
     }
     out
@@ -802,7 +829,7 @@ impl BlockDecoder {
             self.series = series;
             // Time range and statistics are the pack's until the pack is decoded (`Segment::resolve_packs`).
             let (ts_min, ts_max, ts_chunk, cols) = (p.ts_min, p.ts_max, p.ts_chunk, Arc::clone(&p.cols));
-            return Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols, pack: Some(slice) });
+            return Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols, pack: Some(slice), hours: None });
         }
         if self.inside_pack() {
             return None;
@@ -819,8 +846,21 @@ impl BlockDecoder {
             let stats = get_stats(r, ty, ts_min, ts_max)?;
             cols.push(ColMeta { col, ty, chunk, stats });
         }
+        // Version 6: the hour statistics' chunk follows the column chunks (length 0: none).
+        let hours = if self.version >= HOURS_SEGMENT_VERSION {
+            let len = u32::try_from(r.uvarint()?).ok()?;
+            if len > 0 {
+                let c = ChunkRef { offset: self.next_offset, len, crc: r.u32()? };
+                self.next_offset = self.next_offset.checked_add(u64::from(len))?;
+                Some(c)
+            } else {
+                None
+            }
+        } else {
+            None
+        };
         self.series = series;
-        Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols: cols.into(), pack: None })
+        Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols: cols.into(), pack: None, hours })
     }
 }
 
@@ -835,7 +875,7 @@ fn check_block(id: &SegmentId, data_end: u64, prev: Option<&BlockMeta>, i: usize
     if b.n_rows == 0 || b.n_rows as usize > BLOCK_ROWS_MAX || b.ts_min > b.ts_max {
         return Err(format!("block {i}: bad row count or time range"));
     }
-    if !in_file(&b.ts_chunk) || !b.cols.iter().all(|c| in_file(&c.chunk)) {
+    if !in_file(&b.ts_chunk) || !b.cols.iter().all(|c| in_file(&c.chunk)) || !b.hours.as_ref().is_none_or(in_file) {
         return Err(format!("block {i}: chunk outside the data area"));
     }
     let p = id.partition_start;
@@ -966,7 +1006,7 @@ mod v1 {
         let ts_chunk = decode_chunk(r)?;
         let nc = r.len(COLUMNS_PER_TABLE_MAX)?;
         let cols = (0..nc).map(|_| decode_col(r)).collect::<Option<Arc<[_]>>>()?;
-        Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols, pack: None })
+        Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols, pack: None, hours: None })
     }
 }
 
@@ -1702,6 +1742,15 @@ impl Segment {
         Ok(SeriesRows { series: b.series, ts, cols: out })
     }
 
+    /// Block `b`'s hour statistics ([`crate::hours`]) for `hours` (hour numbers, inside the block's) and
+    /// the columns `cols`, into `out` (reused from block to block). `b` must have them (`b.hours`).
+    pub fn read_hours(&self, b: &BlockMeta, cols: &[(ColId, FieldType)], hours: std::ops::Range<i64>, out: &mut HourStats) -> Result<()> {
+        let c = b.hours.as_ref().expect("a block with hour statistics");
+        self.stored_cols(b, cols)?;
+        let bytes = self.read_chunk(c)?;
+        hours::decode(&bytes, b, cols, hours, out).map_err(|what| Error::Corrupt { path: self.path.clone(), offset: c.offset, what })
+    }
+
     /// The timestamps of block `b` (not packed) in `[ts_min, ts_max]`, and the rows `start..end` they
     /// are. A regular block (ConstDelta: first timestamp and step) is not decoded: its rows in range
     /// are computed, and only theirs made. Either way the block's timestamps are checked against its
@@ -2107,12 +2156,101 @@ mod tests {
         assert!(err.contains(&path.display().to_string()), "{err}");
         assert!(err.contains("needs segment version 3 or newer, this file is version 2"), "{err}");
 
-        set_version(&path, &bytes, 6);
+        let newer = VERSION + 1;
+        set_version(&path, &bytes, newer);
         let err = Segment::open(&path).unwrap_err();
-        assert!(matches!(err, Error::UnsupportedVersion { version: 6, .. }), "{err}");
+        assert!(matches!(err, Error::UnsupportedVersion { version, .. } if version == newer), "{err}");
         let msg = err.to_string();
-        assert!(msg.contains("unsupported format version 6") && msg.contains("this build reads 1 to 5"), "{msg}");
+        assert!(msg.contains(&format!("unsupported format version {newer}")) && msg.contains(&format!("this build reads 1 to {VERSION}")), "{msg}");
         assert!(msg.contains(&path.display().to_string()), "{msg}");
+    }
+
+    /// Version 6's hour statistics of a block read back as the rows' own per-hour count, sum, min and
+    /// max, for any run of the block's hours and any set of columns: an integer column with nulls, a
+    /// dense float column, a float column holding a NaN (no exact statistics: the reader is told), a
+    /// column the block does not store, and a string column (none kept). A block within one hour gets no
+    /// chunk (nor does a packed one), and a damaged chunk is corrupt, not read.
+    #[test]
+    fn hour_statistics_read_as_the_rows_say() {
+        use crate::hours::{HOUR_NS, hour_of};
+        let dir = tempfile::tempdir().unwrap();
+        let day = 24 * HOUR_NS;
+        let id = SegmentId { db: 1, table: 2, partition_start: 0, partition_ns: day, generation: 1, gen_min: 1, tombstones_applied: 0 };
+        let mut w = SegmentWriter::create(&dir.path().join("h.seg"), id).unwrap();
+        // A minute apart from 00:13 for about 5.5 hours (more rows than a pack takes), a gap in the third
+        // hour; and 200 rows in one hour.
+        let ts: Vec<i64> = (0..330i64).filter(|k| !(150..200).contains(k)).map(|k| (13 + k) * 60_000_000_000).collect();
+        let mut rows = sample(1, ts.clone());
+        let mut nan = Column::new(FieldType::Float);
+        for k in 0..ts.len() {
+            nan.push_value(&Value::Float(if k == 200 { f64::NAN } else { k as f64 }));
+        }
+        rows.cols[3] = Some(nan);
+        let cols = [(1, FieldType::Float), (2, FieldType::Integer), (3, FieldType::String), (4, FieldType::Float), (5, FieldType::Integer)];
+        w.add_series(&rows, &[1, 2, 3, 4]).unwrap();
+        let short = SeriesRows { series: 2, ts: (0..200).map(|k| 10 * HOUR_NS + k * 1000).collect(), ..sample(2, vec![0; 200]) };
+        w.add_series(&short, &[1, 2, 3, 4]).unwrap();
+        let seg = Segment::open(&w.finish().unwrap()).unwrap();
+        assert!(seg.series_blocks(2).unwrap().get(0).unwrap().hours.is_none(), "a block within one hour");
+        let b = seg.series_blocks(1).unwrap().get(0).unwrap().clone();
+        assert!(b.hours.is_some());
+        let (h0, h1) = (hour_of(ts[0]), hour_of(ts[ts.len() - 1]));
+        assert_eq!(h1 - h0, 5);
+        let mut got = crate::hours::HourStats::default();
+        for (lo, hi) in [(h0, h1 + 1), (h0, h0 + 1), (h0 + 2, h0 + 4), (h1, h1 + 1)] {
+            seg.read_hours(&b, &cols, lo..hi, &mut got).unwrap();
+            assert_eq!((got.series, got.first_hour, got.rows.len()), (1, lo * HOUR_NS, (hi - lo) as usize));
+            for (k, h) in (lo..hi).enumerate() {
+                let in_hour: Vec<usize> = (0..ts.len()).filter(|r| hour_of(ts[*r]) == h).collect();
+                assert_eq!(got.rows[k] as usize, in_hour.len(), "hour {h}");
+                for (c, (col, ty)) in cols.iter().enumerate() {
+                    let hc = &got.cols[c];
+                    let Some(column) = rows.cols.get(*col as usize - 1).and_then(|c| c.as_ref()).filter(|_| *ty != FieldType::String) else {
+                        // The string column keeps none (the block stores it: not exact); column 5 has no value.
+                        assert_eq!(hc.exact, *col == 5, "column {col}");
+                        assert_eq!(hc.count[k], 0);
+                        continue;
+                    };
+                    if *col == 4 {
+                        assert!(!hc.exact, "a NaN: no exact statistics");
+                        continue;
+                    }
+                    assert!(hc.exact, "column {col}");
+                    let vals: Vec<Value> = in_hour.iter().filter_map(|r| column.get(*r)).collect();
+                    assert_eq!(hc.count[k] as usize, vals.len(), "column {col} hour {h}");
+                    if vals.is_empty() {
+                        continue;
+                    }
+                    match ty {
+                        FieldType::Integer => {
+                            let v: Vec<i64> = vals.iter().map(|v| if let Value::Integer(x) = v { *x } else { unreachable!() }).collect();
+                            let want = (*v.iter().min().unwrap(), *v.iter().max().unwrap(), v.iter().sum::<i64>());
+                            assert_eq!((hc.min[k] as i64, hc.max[k] as i64, hc.sum[k] as i64), want, "hour {h}");
+                        }
+                        _ => {
+                            let v: Vec<f64> = vals.iter().map(|v| if let Value::Float(x) = v { *x } else { unreachable!() }).collect();
+                            let want = (v.iter().copied().fold(f64::INFINITY, f64::min), v.iter().copied().fold(f64::NEG_INFINITY, f64::max), v.iter().sum::<f64>());
+                            assert_eq!((f64::from_bits(hc.min[k]), f64::from_bits(hc.max[k]), f64::from_bits(hc.sum[k])), want, "hour {h}");
+                        }
+                    }
+                }
+                // Rows with one of the columns set: the float column is dense, but the string and NaN
+                // columns' statistics are not exact (so nothing is told); without them, every row.
+                assert_eq!(got.rows_set(k), None);
+            }
+            seg.read_hours(&b, &cols[..2], lo..hi, &mut got).unwrap();
+            assert!((0..got.rows.len()).all(|k| got.rows_set(k) == Some(got.rows[k])));
+            seg.read_hours(&b, &cols[1..2], lo..hi, &mut got).unwrap();
+            assert!((0..got.rows.len()).all(|k| got.rows_set(k).is_none() || got.cols[0].count[k] == 0));
+        }
+        // A flipped byte of the chunk is a checksum mismatch.
+        let c = b.hours.unwrap();
+        let mut bytes = std::fs::read(&seg.path).unwrap();
+        bytes[c.offset as usize + 1] ^= 1;
+        std::fs::write(&seg.path, &bytes).unwrap();
+        let damaged = Segment::open(&seg.path).unwrap();
+        let err = damaged.read_hours(&b, &cols, h0..h1 + 1, &mut got).unwrap_err().to_string();
+        assert!(err.contains("checksum"), "{err}");
     }
 
     /// Version 5 writes a long block's numeric columns in pco pages (PcoPaged), version 4 in one page:
@@ -2135,7 +2273,7 @@ mod tests {
             w.add_series(&rows, &[1, 2, 3, 4]).unwrap();
             w.finish().unwrap()
         };
-        let (p4, p5) = (write(4), write(VERSION));
+        let (p4, p5) = (write(4), write(5));
         let (s4, s5) = (Segment::open(&p4).unwrap(), Segment::open(&p5).unwrap());
         let b5 = s5.series_blocks(4).unwrap().get(0).unwrap().clone();
         let codec_of = |s: &Segment, c: &ColMeta| codec::column_codecs(&s.read_chunk(&c.chunk).unwrap(), n).map(|c| c.1);
@@ -2370,6 +2508,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (p3, written) = many_series_segment(dir.path(), 3);
         let (p4, _) = many_series_segment(dir.path(), VERSION);
+        // Sizes from version 5 (packs without version 6's byte per unpacked block for its hour statistics).
+        let (p5, _) = many_series_segment(dir.path(), 5);
         let s3 = Segment::open(&p3).unwrap();
         let v3 = view(&s3, &INT);
         assert_eq!(v3.all, written);
@@ -2383,8 +2523,8 @@ mod tests {
             assert!(packed >= 80, "{packed} packed blocks (every series with one block has one)");
             assert!(v4.all.iter().filter(|b| b.pack.is_some()).all(|b| v4.all.iter().filter(|o| o.series == b.series).count() == 1));
         }
-        let (l3, l4) = (std::fs::metadata(&p3).unwrap().len(), std::fs::metadata(&p4).unwrap().len());
-        assert!(l4 < l3, "packed {l4} bytes, unpacked {l3}");
+        let (l3, l5) = (std::fs::metadata(&p3).unwrap().len(), std::fs::metadata(&p5).unwrap().len());
+        assert!(l5 < l3, "packed {l5} bytes, unpacked {l3}");
     }
 
     /// A walk in series order (compaction's) decodes each group about once even with no cache at all.

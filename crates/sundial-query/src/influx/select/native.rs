@@ -23,6 +23,8 @@ use std::sync::Arc;
 
 use regex::Regex;
 use sundial_storage::Engine;
+use sundial_storage::engine::Piece;
+use sundial_storage::hours::{HOUR_NS, HourCol, HourStats};
 use sundial_storage::catalog::{Catalog, ColId, ColumnKind, DbId, SeriesId, TableCatalog, TableId};
 use sundial_storage::rows::RowsRef;
 use sundial_storage::segment::BlockMeta;
@@ -49,6 +51,9 @@ pub(super) static PLANNED: std::sync::atomic::AtomicUsize = std::sync::atomic::A
 /// Statements whose read was narrowed to their first buckets ([`head_bound`]).
 #[cfg(test)]
 pub(super) static NARROWED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Hours folded from blocks' hour statistics instead of their rows.
+#[cfg(test)]
+pub(super) static HOURS_FOLDED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// Narrowed statements whose answer did not start at the bound, read again whole.
 #[cfg(test)]
 pub(super) static WIDENED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -78,6 +83,9 @@ pub(super) struct Plan {
     rank: Vec<u32>,
     /// Per group: the cells of the grouped tags (a string, or null for a series without the tag).
     groups: Vec<Vec<Cell>>,
+    /// Blocks' hour statistics can stand for their rows ([`TableSnapshot::scan_hours`]): no call needs
+    /// a point's time or the first/last row, and every hour lies inside one bucket.
+    hourly: bool,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -187,9 +195,13 @@ pub(super) fn plan(engine: &Engine, shape: &Shape) -> Option<Plan> {
             rank[i] = r as u32;
         }
     }
+    let hourly = !shape.with_time
+        && need.iter().all(|n| !n.first && !n.last)
+        && shape.bucket.is_none_or(|(interval, offset)| interval % HOUR_NS == 0 && offset.rem_euclid(HOUR_NS) == 0);
     #[cfg(test)]
     PLANNED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Some(Plan {
+        hourly,
         scope,
         bucket: shape.bucket,
         need,
@@ -595,6 +607,8 @@ trait Num: Copy + std::fmt::Debug {
     fn add(self, other: Self) -> Self;
     fn as_f64(self) -> f64;
     fn cell(self) -> Cell;
+    /// A value from a raw statistic (f64 bits, or the i64's).
+    fn from_raw(raw: u64) -> Self;
     const ZERO: Self;
 
     /// `acc` plus each value as a double, added in order (the sum `avg(CAST(f AS DOUBLE))` takes).
@@ -637,6 +651,9 @@ impl Num for f64 {
     fn cell(self) -> Cell {
         Cell::Float(self)
     }
+    fn from_raw(raw: u64) -> Self {
+        f64::from_bits(raw)
+    }
     const ZERO: Self = 0.0;
 }
 
@@ -652,6 +669,9 @@ impl Num for i64 {
     }
     fn cell(self) -> Cell {
         Cell::Integer(self)
+    }
+    fn from_raw(raw: u64) -> Self {
+        raw as i64
     }
     const ZERO: Self = 0;
 
@@ -796,6 +816,25 @@ impl<T: Num> Acc<T> {
         }
     }
 
+    /// Folds hour `k` of a block's hour statistics (`c.count[k] > 0`), which starts at `t`: its
+    /// minimum and maximum stand at `t`, as the plan never shows a point's time (`Plan::hourly`).
+    fn fold_hour(&mut self, need: Need, c: &HourCol, k: usize, t: i64, rank: u32) {
+        let sum = T::from_raw(c.sum[k]);
+        self.count += u64::from(c.count[k]);
+        if need.sum {
+            self.sum = self.sum.add(sum);
+        }
+        if need.mean {
+            self.fsum += sum.as_f64();
+        }
+        if need.min {
+            keep(&mut self.min, (T::from_raw(c.min[k]), t, rank), better_min);
+        }
+        if need.max {
+            keep(&mut self.max, (T::from_raw(c.max[k]), t, rank), better_max);
+        }
+    }
+
     fn merge(&mut self, o: &Acc<T>) {
         self.count += o.count;
         self.sum = self.sum.add(o.sum);
@@ -865,6 +904,13 @@ impl FieldAcc {
             (FieldAcc::Float(a), ColumnValues::Float(v)) => a.fold(need, ts, &v[run], valid, rank),
             (FieldAcc::Integer(a), ColumnValues::Integer(v)) => a.fold(need, ts, &v[run], valid, rank),
             (acc, values) => debug_assert!(false, "{acc:?} folded with {values:?}"),
+        }
+    }
+
+    fn fold_hour(&mut self, need: Need, c: &HourCol, k: usize, t: i64, rank: u32) {
+        match self {
+            FieldAcc::Float(a) => a.fold_hour(need, c, k, t, rank),
+            FieldAcc::Integer(a) => a.fold_hour(need, c, k, t, rank),
         }
     }
 
@@ -965,7 +1011,16 @@ fn fold(engine: &Engine, read: &Read, range: std::ops::Range<usize>) -> Result<F
     let mut dense: Vec<bool> = Vec::with_capacity(nf);
     // The scan hands out series in ascending order, as they are in `series`: follow along for the index.
     let mut i = range.start;
-    let result = snap.scan(series, |rows| {
+    let mut each = |piece: Piece<'_>| {
+        let rows = match piece {
+            Piece::Rows(rows) => rows,
+            Piece::Hours(h) => {
+                while sc.series[i] != h.series {
+                    i += 1;
+                }
+                return fold_hours(plan, &mut out, h, plan.group_of[i], plan.rank[i]);
+            }
+        };
         while sc.series[i] != rows.series {
             i += 1;
         }
@@ -1008,9 +1063,37 @@ fn fold(engine: &Engine, read: &Read, range: std::ops::Range<usize>) -> Result<F
             }
             a = b;
         }
-    });
+    };
+    let result = if plan.hourly {
+        snap.scan_hours(series, |h| (0..h.rows.len()).all(|k| h.rows_set(k).is_some()), &mut each)
+    } else {
+        snap.scan(series, |rows| each(Piece::Rows(rows)))
+    };
     result.map_err(|e| e.to_string())?;
     Ok(out)
+}
+
+/// Folds a block's hour statistics (accepted: every hour's [`HourStats::rows_set`] is known) as
+/// [`fold`] folds rows: each hour into the (group, bucket) holding it.
+fn fold_hours(plan: &Plan, out: &mut Folded, h: &HourStats, group: u32, rank: u32) {
+    let nf = plan.scope.fields.len();
+    for k in 0..h.rows.len() {
+        #[cfg(test)]
+        HOURS_FOLDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let set = h.rows_set(k).expect("accepted statistics tell");
+        if set == 0 && !plan.global {
+            continue;
+        }
+        let t = h.first_hour + k as i64 * HOUR_NS;
+        let bucket = plan.bucket.map_or(0, |(interval, offset)| bucket_start(t, interval, offset));
+        let s = out.slot(group, bucket);
+        out.rows[s] += u64::from(set);
+        for (f, c) in h.cols.iter().enumerate() {
+            if c.count[k] > 0 {
+                out.accs[s * nf + f].fold_hour(plan.need[f], c, k, t, rank);
+            }
+        }
+    }
 }
 
 /// `ts.partition_point(|t| *t < limit)` for a sorted `ts` whose answer is likely near its start (a
@@ -1536,8 +1619,8 @@ mod tests {
         };
         write(rng, &hosts, &|_| 0..720);
         engine.flush().unwrap();
-        // Even hosts overwrite the second hour (overlapping blocks), odd ones go on into the third.
-        write(rng, &hosts, &|i| if i % 2 == 0 { 360..720 } else { 720..1080 });
+        // Even hosts overwrite the second hour (overlapping blocks), odd ones go on for two more hours.
+        write(rng, &hosts, &|i| if i % 2 == 0 { 360..720 } else { 720..1440 });
         engine.flush().unwrap();
         write(rng, &packed, &|i| (100 + i as i64 * 7)..(100 + i as i64 * 7 + 1 + i as i64 % 3));
         engine.flush().unwrap();
@@ -1684,6 +1767,23 @@ mod tests {
                     format!("SELECT {f} FROM m WHERE host = 'h5' GROUP BY time(10s, 5s) LIMIT 3"),
                 ]
             }))
+            // Whole hours answered from blocks' hour statistics (`Plan::hourly`), with ranges starting
+            // on the hour and between hours (the rows around the whole hours are read), and buckets of
+            // one hour, of two hours on odd hours, and none.
+            .chain(
+                [(0, 4 * 3600), (1234, 3 * 3600 + 17), (3599, 7201)]
+                    .iter()
+                    .flat_map(|(lo, hi)| {
+                        ["time(1h), host", "time(2h, 1h)", "host", "*"].iter().map(move |g| {
+                            format!(
+                                "SELECT mean(a), max(n), count(b), sum(n), min(a), mean(n) FROM m WHERE time >= {} AND time < {} GROUP BY {g}",
+                                T0 + lo * SEC,
+                                T0 + hi * SEC
+                            )
+                        })
+                    })
+                    .collect::<Vec<_>>(),
+            )
             // TSBS's high-cpu shapes: a field condition, alone and with a tag.
             .chain(["SELECT * FROM m WHERE a > 1.5".to_string(), "SELECT * FROM m WHERE n > 90.0 AND host = 'h1'".to_string()]);
         let random: Vec<String> = (0..500).map(|_| statement(&mut rng)).collect();
@@ -1707,5 +1807,7 @@ mod tests {
         let widened = super::WIDENED.load(std::sync::atomic::Ordering::Relaxed);
         assert!(narrowed >= 12 && widened >= 4 && narrowed - widened >= 4, "first-buckets reads: {narrowed} narrowed, {widened} read again");
         assert!(rows > 5_000, "native answers held only {rows} rows");
+        let hours = super::HOURS_FOLDED.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(hours > 20, "only {hours} hours were folded from hour statistics");
     }
 }
