@@ -84,11 +84,11 @@
 //! to the one with the most free space, ties broken by fewest partitions ([`placement`]).
 //!
 //! # Format versions
-//! Segment files are version 5 ([`segment::VERSION`]): version 3's layout (version 2's footer, which
+//! Segment files are version 6 ([`segment::VERSION`]): version 3's layout (version 2's footer, which
 //! gained `gen_min` and `tombstones_applied`, plus the float codecs Alp and Gorilla) plus *packs*
 //! (version 4), which store the small blocks of consecutive series together, plus paged pco columns
-//! (version 5), whose time ranges decode page by page. Version-1 to 4 files are read (and rewritten
-//! as version 5 when compacted); a newer
+//! (version 5), whose time ranges decode page by page, plus a block's per-hour statistics (version 6,
+//! [`hours`]). Version-1 to 5 files are read (and rewritten as version 6 when compacted); a newer
 //! version is refused with [`Error::UnsupportedVersion`]. `catalog.log` gained record kind 8
 //! (tombstone), then kind 9 (counters, written by the rewrite). `tests/fixtures/v1-datadir` is a data
 //! directory written by version 1, opened by a test.

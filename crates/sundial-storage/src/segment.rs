@@ -2131,7 +2131,7 @@ mod tests {
 
     /// Version 3 (issue 5's float codecs) has version 2's layout: a version-2 file without the new codecs
     /// still reads, a version-2 file holding an Alp chunk is refused when that column is read (naming
-    /// the file and both versions), and version 5 is refused at open as newer.
+    /// the file and both versions), and a version newer than this build's is refused at open.
     #[test]
     fn version_3_float_codecs_and_older_and_newer_files() {
         const FLOAT: [(ColId, FieldType); 1] = [(1, FieldType::Float)];
