@@ -177,7 +177,9 @@ pub(crate) fn decode(
     assert!(h0 <= hours.start && hours.start < hours.end && hours.end <= h0 + n as i64, "hours inside the block's");
     let (from, to) = ((hours.start - h0) as usize, (hours.end - h0) as usize);
     let mut r = Reader::new(chunk);
-    if r.uvarint().ok_or_else(bad)? != n as u64 {
+    // Each hour's row count takes a byte at least: a block index claiming more hours than the chunk has
+    // bytes is refused before anything is allocated for them.
+    if n > chunk.len() || r.uvarint().ok_or_else(bad)? != n as u64 {
         return Err(format!("hour statistics cover the wrong number of hours (the block touches {n})"));
     }
     let mut rows = Vec::with_capacity(n);

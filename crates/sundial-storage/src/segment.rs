@@ -2243,8 +2243,18 @@ mod tests {
             seg.read_hours(&b, &cols[1..2], lo..hi, &mut got).unwrap();
             assert!((0..got.rows.len()).all(|k| got.rows_set(k).is_none() || got.cols[0].count[k] == 0));
         }
-        // A flipped byte of the chunk is a checksum mismatch.
+        // Whatever the chunk's bytes (past its checksum: a damaged disk whose CRC still matched, or a
+        // bug), decoding fails with an error or reads some statistics; it never panics.
         let c = b.hours.unwrap();
+        let chunk = seg.read_at(c.offset, c.len as usize).unwrap();
+        let (all, h) = (h0..h1 + 1, h0 + 2..h0 + 3);
+        for i in 0..chunk.len() {
+            for (k, bytes) in [chunk[..i].to_vec(), { let mut x = chunk.clone(); x[i] ^= 0xff; x }, { let mut x = chunk.clone(); x[i] = 0x80; x }].into_iter().enumerate() {
+                let range = if k == 0 { all.clone() } else { h.clone() };
+                let _ = crate::hours::decode(&bytes, &b, &cols, range, &mut got);
+            }
+        }
+        // A flipped byte of the chunk is a checksum mismatch.
         let mut bytes = std::fs::read(&seg.path).unwrap();
         bytes[c.offset as usize + 1] ^= 1;
         std::fs::write(&seg.path, &bytes).unwrap();
