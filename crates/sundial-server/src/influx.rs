@@ -185,9 +185,9 @@ impl<'s> ChunkTags<'s> {
     }
 
     /// Writes tag run `(i, tags)` (the `i`th run of tags, these of `Chunk::tags`) of chunk `c` to `out`
-    /// (`runs` from [`ChunkTags::take_runs`] for its answer). A chunk of one row (a series' last row: TSBS's lastpoint) writes its tags straight
-    /// into `out`, as it is written once; a chunk of more rows makes its runs' JSON once and copies it per
-    /// row.
+    /// (`runs` from [`ChunkTags::take_runs`] for its answer). A chunk of one row (a series' last row:
+    /// TSBS's lastpoint) writes its tags straight into `out`, as it is written once; a chunk of more rows
+    /// makes its runs' JSON once and copies it per row.
     fn write(&mut self, out: &mut String, runs: &[Run], chunks: &[Chunk], width: usize, c: usize, (i, tags): (usize, &[usize])) {
         let tags_json = |s: &mut String, tags: &[usize]| {
             for (j, t) in tags.iter().enumerate() {

@@ -1100,12 +1100,30 @@ enum Source {
     Active,
 }
 
+/// The hours of `range` (hour numbers: the whole hours of a scan's range) that block `b` touches, when
+/// it has hour statistics and there is one: those its statistics stand for.
+fn block_hours(b: &BlockMeta, range: &std::ops::Range<i64>) -> Option<std::ops::Range<i64>> {
+    b.hours?;
+    let touched = hours::touched(b.ts_min, b.ts_max);
+    let r = range.start.max(touched.start)..range.end.min(touched.end);
+    (!r.is_empty()).then_some(r)
+}
+
 /// A piece of a series' rows from [`TableSnapshot::scan_hours`].
 pub enum Piece<'a> {
     /// Rows, as [`TableSnapshot::scan`] hands them out.
     Rows(RowsRef<'a>),
     /// A block's statistics for whole hours of the range, standing for its rows there.
     Hours(&'a HourStats),
+}
+
+impl Piece<'_> {
+    pub fn series(&self) -> SeriesId {
+        match self {
+            Piece::Rows(r) => r.series,
+            Piece::Hours(h) => h.series,
+        }
+    }
 }
 
 /// See [`Engine::snapshot`].
@@ -1179,10 +1197,10 @@ impl TableSnapshot {
         &self,
         series: &[SeriesId],
         mut accept: impl FnMut(&HourStats) -> bool,
-        mut f: impl FnMut(Piece<'_>),
+        f: impl FnMut(Piece<'_>),
     ) -> Result<()> {
         let cache = series.len() <= limits::SCAN_CACHED_SERIES_MAX;
-        self.scan_pieces(series, cache, |_, _| true, Some(&mut accept), |p| f(p))
+        self.scan_pieces(series, cache, |_, _| true, Some(&mut accept), f)
     }
 
     /// [`TableSnapshot::scan`] without the rows of the blocks `keep` refuses, from their statistics
@@ -1214,20 +1232,9 @@ impl TableSnapshot {
         })
     }
 
-    /// The whole hours of the snapshot's range that block `b` touches, as hour numbers, when it has hour
-    /// statistics and there is at least one.
-    fn whole_hours(&self, b: &BlockMeta) -> Option<std::ops::Range<i64>> {
-        b.hours?;
-        // The first hour starting at or after `ts_min`, and the hour after the last ending by `ts_max`.
-        let first = i128::from(self.ts_min).div_euclid(i128::from(hours::HOUR_NS)) + i128::from(self.ts_min.rem_euclid(hours::HOUR_NS) != 0);
-        let end = (i128::from(self.ts_max) + 1).div_euclid(i128::from(hours::HOUR_NS));
-        let lo = first.max(i128::from(hours::hour_of(b.ts_min)));
-        let hi = end.min(i128::from(hours::hour_of(b.ts_max)) + 1);
-        (lo < hi).then(|| lo as i64..hi as i64)
-    }
-
-    /// [`TableSnapshot::scan_blocks_where`] and [`TableSnapshot::scan_hours`] in one, caching the block-index groups it decodes or not (see
-    /// [`limits::SCAN_CACHED_SERIES_MAX`]); tests take both ways on a few series.
+    /// [`TableSnapshot::scan_blocks_where`] and [`TableSnapshot::scan_hours`] in one, caching the
+    /// block-index groups it decodes or not (see [`limits::SCAN_CACHED_SERIES_MAX`]); tests take both
+    /// ways on a few series.
     fn scan_pieces(
         &self,
         series: &[SeriesId],
@@ -1247,6 +1254,7 @@ impl TableSnapshot {
         let mut runs: Vec<(i64, i64, Source)> = Vec::new();
         let mut owned = SeriesRows::default();
         let mut hour_stats = HourStats::default();
+        let range_hours = hours::whole(self.ts_min, self.ts_max);
         for (k, &s) in series.iter().enumerate() {
             debug_assert!(k == 0 || series[k - 1] < s, "series ascending");
             runs.clear();
@@ -1292,7 +1300,9 @@ impl TableSnapshot {
                         if !keep(s, b) {
                             continue;
                         }
-                        if let (Some(accept), Some(whole)) = (accept.as_mut(), self.whole_hours(b)) {
+                        if let Some(accept) = accept.as_mut()
+                            && let Some(whole) = block_hours(b, &range_hours)
+                        {
                             self.segments[i].read_hours(b, &self.cols, whole.clone(), &mut hour_stats)?;
                             if accept(&hour_stats) {
                                 f(Piece::Hours(&hour_stats));

@@ -41,6 +41,18 @@ pub fn hour_of(ts: i64) -> i64 {
     ts.div_euclid(HOUR_NS)
 }
 
+/// The hours `[ts_min, ts_max]` touches, as hour numbers.
+pub fn touched(ts_min: i64, ts_max: i64) -> std::ops::Range<i64> {
+    hour_of(ts_min)..hour_of(ts_max) + 1
+}
+
+/// The hours lying wholly inside `[ts_min, ts_max]`, as hour numbers (empty when there is none).
+pub fn whole(ts_min: i64, ts_max: i64) -> std::ops::Range<i64> {
+    let first = hour_of(ts_min) + i64::from(ts_min.rem_euclid(HOUR_NS) != 0);
+    let end = hour_of(ts_max) + i64::from(ts_max.rem_euclid(HOUR_NS) == HOUR_NS - 1);
+    first..end.max(first)
+}
+
 /// Whether a block from `ts_min` to `ts_max` gets an hour-statistics chunk: it touches two hours or more.
 pub(crate) fn wanted(ts_min: i64, ts_max: i64) -> bool {
     hour_of(ts_min) != hour_of(ts_max)
@@ -75,9 +87,9 @@ pub struct HourStats {
 
 /// Encodes the hour statistics of `ts` (a block's timestamps) and its columns `cols` (each `ts.len()`
 /// rows; those of other types are left out) into `out`.
-pub(crate) fn encode(ts: &[i64], cols: &[(ColId, &Column)], out: &mut Vec<u8>) {
-    let h0 = hour_of(ts[0]);
-    let n = (hour_of(ts[ts.len() - 1]) - h0 + 1) as usize;
+pub(crate) fn encode(ts: &[i64], cols: &[(ColId, Column)], out: &mut Vec<u8>) {
+    let hours = touched(ts[0], ts[ts.len() - 1]);
+    let (h0, n) = (hours.start, (hours.end - hours.start) as usize);
     // Row ranges of each hour.
     let mut bounds = Vec::with_capacity(n + 1);
     bounds.push(0);
@@ -172,9 +184,9 @@ pub(crate) fn decode(
     out: &mut HourStats,
 ) -> Result<(), String> {
     let bad = || "hour statistics do not decode".to_string();
-    let h0 = hour_of(b.ts_min);
-    let n = (hour_of(b.ts_max) - h0 + 1) as usize;
-    assert!(h0 <= hours.start && hours.start < hours.end && hours.end <= h0 + n as i64, "hours inside the block's");
+    let touched = touched(b.ts_min, b.ts_max);
+    let (h0, n) = (touched.start, (touched.end - touched.start) as usize);
+    assert!(h0 <= hours.start && hours.start < hours.end && hours.end <= touched.end, "hours inside the block's");
     let (from, to) = ((hours.start - h0) as usize, (hours.end - h0) as usize);
     let mut r = Reader::new(chunk);
     // Each hour's row count takes a byte at least: a block index claiming more hours than the chunk has
@@ -272,5 +284,29 @@ impl HourStats {
             return Some(self.rows[k]);
         }
         self.cols.iter().all(|c| c.count[k] == 0).then_some(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `whole` gives exactly the hours `k` with `[k·H, (k+1)·H − 1]` inside the range, at the extremes of
+    /// `i64` too, and `touched` those holding either end or between.
+    #[test]
+    fn whole_and_touched_hours_are_those_of_the_definition() {
+        let h = HOUR_NS;
+        let inside = |k: i64, lo: i64, hi: i64| i128::from(k) * i128::from(h) >= i128::from(lo) && (i128::from(k) + 1) * i128::from(h) - 1 <= i128::from(hi);
+        for (lo, hi) in [(0, h - 1), (0, h - 2), (1, 2 * h - 1), (-1, h - 1), (-h, -1), (5, 7), (h, 3 * h), (i64::MIN, i64::MAX), (i64::MIN, 0), (0, i64::MAX)] {
+            let w = whole(lo, hi);
+            assert!(w.start <= w.end, "{lo}..={hi}");
+            for k in [w.start - 1, w.start, w.end - 1, w.end] {
+                assert_eq!(w.contains(&k), inside(k, lo, hi), "hour {k} of {lo}..={hi}");
+            }
+            let t = touched(lo, hi);
+            assert_eq!((t.start, t.end - 1), (lo.div_euclid(h), hi.div_euclid(h)));
+        }
+        assert!(whole(0, h - 2).is_empty() && whole(5, 7).is_empty());
+        assert_eq!(whole(-1, h - 1), 0..1);
     }
 }

@@ -524,8 +524,7 @@ impl SegmentWriter {
             sliced.push((*col, c));
         }
         let hours = if self.version >= HOURS_SEGMENT_VERSION && hours::wanted(ts[0], ts[ts.len() - 1]) {
-            let cols: Vec<(ColId, &Column)> = sliced.iter().map(|(id, c)| (*id, c)).collect();
-            Some(self.put_encoded(|out| hours::encode(ts, &cols, out))?)
+            Some(self.put_encoded(|out| hours::encode(ts, &sliced, out))?)
         } else {
             None
         };
@@ -727,6 +726,11 @@ fn put_chunk(out: &mut Vec<u8>, c: &ChunkRef) {
 /// (chunks are written back to back, in footer order, from the end of the header).
 fn get_chunk(r: &mut Reader<'_>, next_offset: &mut u64) -> Option<ChunkRef> {
     let len = u32::try_from(r.uvarint()?).ok()?;
+    take_chunk(r, len, next_offset)
+}
+
+/// The rest of a version-2 chunk reference whose length was read: its checksum, at `next_offset`.
+fn take_chunk(r: &mut Reader<'_>, len: u32, next_offset: &mut u64) -> Option<ChunkRef> {
     let c = ChunkRef { offset: *next_offset, len, crc: r.u32()? };
     *next_offset = next_offset.checked_add(u64::from(len))?;
     Some(c)
@@ -846,18 +850,13 @@ impl BlockDecoder {
             let stats = get_stats(r, ty, ts_min, ts_max)?;
             cols.push(ColMeta { col, ty, chunk, stats });
         }
-        // Version 6: the hour statistics' chunk follows the column chunks (length 0: none).
-        let hours = if self.version >= HOURS_SEGMENT_VERSION {
-            let len = u32::try_from(r.uvarint()?).ok()?;
-            if len > 0 {
-                let c = ChunkRef { offset: self.next_offset, len, crc: r.u32()? };
-                self.next_offset = self.next_offset.checked_add(u64::from(len))?;
-                Some(c)
-            } else {
-                None
-            }
-        } else {
-            None
+        // Version 6: the hour statistics' chunk follows the column chunks (length 0: none, no CRC).
+        let hours = match self.version >= HOURS_SEGMENT_VERSION {
+            true => match u32::try_from(r.uvarint()?).ok()? {
+                0 => None,
+                len => Some(take_chunk(r, len, &mut self.next_offset)?),
+            },
+            false => None,
         };
         self.series = series;
         Some(BlockMeta { series, n_rows, ts_min, ts_max, ts_chunk, cols: cols.into(), pack: None, hours })
@@ -1971,6 +1970,14 @@ mod tests {
     const COLS: [(ColId, FieldType); 4] =
         [(1, FieldType::Float), (2, FieldType::Integer), (3, FieldType::String), (4, FieldType::Boolean)];
 
+    /// A segment in `dir` holding [`sample`] `series` at times `0..n` (one partition of 1 ms).
+    fn sample_segment(dir: &Path, series: SeriesId, n: i64) -> PathBuf {
+        let mut w = PartitionedWriter::new(dir, 1, 2, 1_000_000, 1);
+        let ids: Vec<ColId> = COLS.iter().map(|c| c.0).collect();
+        w.add_series(&sample(series, (0..n).collect()), &ids).unwrap();
+        w.finish().unwrap().pop().unwrap()
+    }
+
     #[test]
     fn segments_round_trip_with_statistics_and_time_ranges() {
         let dir = tempfile::tempdir().unwrap();
@@ -2016,10 +2023,7 @@ mod tests {
     #[test]
     fn any_subset_of_columns_reads_as_the_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let mut w = PartitionedWriter::new(dir.path(), 1, 2, 1_000_000, 1);
-        let ids: Vec<ColId> = COLS.iter().map(|c| c.0).collect();
-        w.add_series(&sample(0, (0..2500).collect()), &ids).unwrap();
-        let seg = Segment::open(&w.finish().unwrap().pop().unwrap()).unwrap();
+        let seg = Segment::open(&sample_segment(dir.path(), 0, 2500)).unwrap();
         let whole = seg.read_series(0, 100, 2399, &COLS).unwrap().pop().unwrap();
         for mask in 1..1u32 << COLS.len() {
             let picked: Vec<usize> = (0..COLS.len()).filter(|i| mask >> i & 1 == 1).collect();
@@ -2324,10 +2328,7 @@ mod tests {
     #[test]
     fn corruption_is_detected_not_returned() {
         let dir = tempfile::tempdir().unwrap();
-        let mut w = PartitionedWriter::new(dir.path(), 1, 2, 1_000_000, 1);
-        let ids: Vec<ColId> = COLS.iter().map(|c| c.0).collect();
-        w.add_series(&sample(3, (0..300).collect()), &ids).unwrap();
-        let path = w.finish().unwrap().pop().unwrap();
+        let path = sample_segment(dir.path(), 3, 300);
         let good = std::fs::read(&path).unwrap();
         for i in (0..good.len()).step_by(7) {
             let mut bad = good.clone();

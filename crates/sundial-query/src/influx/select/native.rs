@@ -1012,18 +1012,13 @@ fn fold(engine: &Engine, read: &Read, range: std::ops::Range<usize>) -> Result<F
     // The scan hands out series in ascending order, as they are in `series`: follow along for the index.
     let mut i = range.start;
     let mut each = |piece: Piece<'_>| {
-        let rows = match piece {
-            Piece::Rows(rows) => rows,
-            Piece::Hours(h) => {
-                while sc.series[i] != h.series {
-                    i += 1;
-                }
-                return fold_hours(plan, &mut out, h, plan.group_of[i], plan.rank[i]);
-            }
-        };
-        while sc.series[i] != rows.series {
+        while sc.series[i] != piece.series() {
             i += 1;
         }
+        let rows = match piece {
+            Piece::Rows(rows) => rows,
+            Piece::Hours(h) => return fold_hours(plan, &mut out, h, plan.group_of[i], plan.rank[i]),
+        };
         let ts = rows.ts;
         let start = ts.partition_point(|t| *t < sc.lo);
         let end = ts.partition_point(|t| *t <= hi);
