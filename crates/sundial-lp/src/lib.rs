@@ -84,7 +84,7 @@ mod write;
 mod tests;
 
 pub use error::{ParseError, ParseErrorKind, ValueError};
-pub use parse::{Lines, parse_lines};
+pub use parse::{Fields, LineHead, Lines, Tags, parse_lines};
 pub use write::write_line;
 
 /// Longest accepted line, in bytes, counted from the line's first byte to its end (without the line
@@ -180,7 +180,60 @@ pub fn check_round_trip(body: &[u8]) -> Result<(), String> {
             Err(e) => check_error(body, &e)?,
         }
     }
-    Ok(())
+    check_into(body)
+}
+
+/// [`Lines::next_into`] gives what the iterator gives, its lines' tags and fields one after another in
+/// the shared vectors, and a series key that parses back to the line's measurement and tags.
+fn check_into(body: &[u8]) -> Result<(), String> {
+    let (mut tags, mut fields) = (Vec::new(), Vec::new());
+    let mut into = parse_lines(body);
+    for item in parse_lines(body) {
+        let (tags_len, fields_len) = (tags.len(), fields.len());
+        let got = into
+            .next_into(&mut tags, &mut fields)
+            .ok_or("next_into ended before the iterator")?;
+        match (item, got) {
+            (Ok(line), Ok(head)) => {
+                if head.tags.start != tags_len
+                    || head.fields.start != fields_len
+                    || head.tags.end != tags.len()
+                    || head.fields.end != fields.len()
+                {
+                    return Err(format!(
+                        "{head:?}: ranges are not the appended items ({tags_len}, {fields_len} before)"
+                    ));
+                }
+                let same = head.measurement == line.measurement
+                    && tags[head.tags.clone()] == line.tags[..]
+                    && fields[head.fields.clone()] == line.fields[..]
+                    && head.timestamp == line.timestamp
+                    && head.line_number == line.line_number;
+                if !same {
+                    return Err(format!("{head:?} differs from {line:?}"));
+                }
+                let text = format!("{} f=1", head.series_key);
+                let key = parse_lines(text.as_bytes()).next();
+                if !matches!(&key, Some(Ok(k)) if k.measurement == line.measurement && k.tags == line.tags)
+                {
+                    return Err(format!(
+                        "series key {:?} of {line:?} parsed as {key:?}",
+                        head.series_key
+                    ));
+                }
+            }
+            (Err(a), Err(b)) if a == b && tags.len() == tags_len && fields.len() == fields_len => {}
+            (item, got) => {
+                return Err(format!(
+                    "next_into gave {got:?} where the iterator gave {item:?}"
+                ));
+            }
+        }
+    }
+    match into.next_into(&mut tags, &mut fields) {
+        None => Ok(()),
+        Some(extra) => Err(format!("next_into gave {extra:?} after the iterator ended")),
+    }
 }
 
 fn check_line(line: &Line<'_>) -> Result<(), String> {

@@ -7,9 +7,37 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::ops::Range;
 
 use crate::error::{self, ParseError, ParseErrorKind, ValueError};
 use crate::{FieldValue, LINE_BYTES_MAX, Line};
+
+/// A line's tags, as [`Lines::next_into`] appends them.
+pub type Tags<'a> = Vec<(Cow<'a, str>, Cow<'a, str>)>;
+/// A line's fields, as [`Lines::next_into`] appends them.
+pub type Fields<'a> = Vec<(Cow<'a, str>, FieldValue<'a>)>;
+
+/// A line parsed by [`Lines::next_into`]: a [`Line`] whose tags and fields were appended to the
+/// caller's vectors (at `tags` and `fields`) instead of vectors of its own, so a body of many lines
+/// costs no allocation per line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LineHead<'a> {
+    /// Unescaped measurement name; never empty.
+    pub measurement: Cow<'a, str>,
+    /// The series key as written: the measurement and tags up to the space before the fields, escapes
+    /// and all. The same key text always parses to the same measurement and tags, so it can stand for
+    /// them (the storage engine caches series by it); two texts may name one series (tags in another
+    /// order).
+    pub series_key: &'a str,
+    /// Where the line's tags are in the tags vector (in the order written; keys unique).
+    pub tags: Range<usize>,
+    /// Where the line's fields are in the fields vector (keys unique, at least one).
+    pub fields: Range<usize>,
+    /// Raw timestamp as written, if any: the caller applies the precision.
+    pub timestamp: Option<i64>,
+    /// 1-based number of the line in the body where this line starts.
+    pub line_number: usize,
+}
 
 // Byte classes: a scan stops at the first byte whose class shares a bit with the scan's mask.
 const SPACE: u8 = 1;
@@ -131,15 +159,24 @@ impl<'a> Lines<'a> {
         self.line_number += 1 + newlines;
     }
 
-    /// Parses the line starting at `start` (its first non-blank byte at `first`) and moves past it.
-    fn record(&mut self, start: usize, first: usize) -> Result<Line<'a>, ParseError> {
+    /// Parses the line starting at `start` (its first non-blank byte at `first`), appending its tags
+    /// and fields (nothing if it fails), and moves past it.
+    fn record(
+        &mut self,
+        start: usize,
+        first: usize,
+        tags: &mut Tags<'a>,
+        fields: &mut Fields<'a>,
+    ) -> Result<LineHead<'a>, ParseError> {
         let mut parser = Parser {
             buf: self.body,
             text: self.text,
             text_start: self.text_start,
             newlines: 0,
         };
-        let (outcome, eol, newline, newlines) = match parser.line(first, &mut self.scratch) {
+        let (tags_len, fields_len) = (tags.len(), fields.len());
+        let parsed = parser.line(first, &mut self.scratch, tags, fields);
+        let (outcome, eol, newline, newlines) = match parsed {
             Ok((line, eol)) => (Ok(line), eol, newline_at(self.body, eol), parser.newlines),
             Err(fail) => {
                 // Resume after the first newline the parser did not consume as part of a string.
@@ -174,13 +211,37 @@ impl<'a> Lines<'a> {
                 self.scratch.fields_hint = line.fields.len().min(CAPACITY_HINT_MAX);
                 Ok(line)
             }
-            Err((kind, at)) => Err(ParseError {
-                line_number,
-                column: at.saturating_sub(start) + 1,
-                kind,
-                line_text: error::line_text(self.body.get(first..eol).unwrap_or_default()),
+            Err((kind, at)) => Err({
+                tags.truncate(tags_len);
+                fields.truncate(fields_len);
+                ParseError {
+                    line_number,
+                    column: at.saturating_sub(start) + 1,
+                    kind,
+                    line_text: error::line_text(self.body.get(first..eol).unwrap_or_default()),
+                }
             }),
         }
+    }
+
+    /// The next line, like [`Iterator::next`], with its tags and fields appended to `tags` and
+    /// `fields` (which the caller may reuse for every line of a body) instead of vectors of its own.
+    /// A line that fails appends nothing.
+    pub fn next_into(
+        &mut self,
+        tags: &mut Tags<'a>,
+        fields: &mut Fields<'a>,
+    ) -> Option<Result<LineHead<'a>, ParseError>> {
+        while self.pos < self.body.len() {
+            let start = self.pos;
+            let first = skip_blanks(self.body, start);
+            if !is_eol(self.body, first) && self.body.get(first) != Some(&b'#') {
+                return Some(self.record(start, first, tags, fields));
+            }
+            // Blank or comment line: comments are not checked, not even for UTF-8 (as InfluxDB).
+            self.advance(find(self.body, first, NEWLINE), 0);
+        }
+        None
     }
 }
 
@@ -188,16 +249,16 @@ impl<'a> Iterator for Lines<'a> {
     type Item = Result<Line<'a>, ParseError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        while self.pos < self.body.len() {
-            let start = self.pos;
-            let first = skip_blanks(self.body, start);
-            if !is_eol(self.body, first) && self.body.get(first) != Some(&b'#') {
-                return Some(self.record(start, first));
-            }
-            // Blank or comment line: comments are not checked, not even for UTF-8 (as InfluxDB).
-            self.advance(find(self.body, first, NEWLINE), 0);
-        }
-        None
+        let mut tags = Vec::with_capacity(self.scratch.tags_hint);
+        let mut fields = Vec::with_capacity(self.scratch.fields_hint);
+        let head = self.next_into(&mut tags, &mut fields)?;
+        Some(head.map(|h| Line {
+            measurement: h.measurement,
+            tags,
+            fields,
+            timestamp: h.timestamp,
+            line_number: h.line_number,
+        }))
     }
 }
 
@@ -235,37 +296,50 @@ struct Parser<'a> {
 impl<'a> Parser<'a> {
     /// Parses the line whose first non-blank byte is at `first`; returns it (line number unset) and
     /// the position of its line terminator (or the body's end).
-    fn line(&mut self, first: usize, scratch: &mut Scratch) -> Parsed<(Line<'a>, usize)> {
+    /// Parses the line whose first non-blank byte is at `first`, appending its tags and fields to
+    /// `tags` and `fields`; returns its head (line number unset) and the position of its line
+    /// terminator (or the body's end). On failure the vectors may hold part of the line: the caller
+    /// truncates them.
+    fn line(
+        &mut self,
+        first: usize,
+        scratch: &mut Scratch,
+        tags: &mut Tags<'a>,
+        fields: &mut Fields<'a>,
+    ) -> Parsed<(LineHead<'a>, usize)> {
         if self.buf.get(first) == Some(&b',') {
             return fail(ParseErrorKind::MissingMeasurement, first);
         }
         let (end, escaped) = self.scan_name(first, MEASUREMENT_STOP, MEASUREMENT_ESCAPES);
         let measurement = self.name(first, end, escaped, MEASUREMENT_ESCAPES)?;
-        let mut tags = Vec::with_capacity(scratch.tags_hint);
+        let tags_start = tags.len();
         let mut pos = end;
         if self.buf.get(pos) == Some(&b',') {
-            pos = self.tags(pos, &mut tags, &mut scratch.tag_starts)?;
+            pos = self.tags(pos, tags, &mut scratch.tag_starts)?;
         }
         if self.buf.get(pos) != Some(&b' ') {
             return fail(ParseErrorKind::MissingFields, pos);
         }
-        if let Some(repeat) = first_repeat(&tags) {
+        if let Some(repeat) = first_repeat(&tags[tags_start..]) {
             let at = scratch.tag_starts.get(repeat).copied().unwrap_or(pos);
             return fail(ParseErrorKind::DuplicateTags, at);
         }
+        // Every byte of it was checked as text with the names in it.
+        let series_key = self.str(first, pos)?;
         pos = skip_blanks(self.buf, pos + 1);
         if is_eol(self.buf, pos) {
             return fail(ParseErrorKind::MissingFields, pos);
         }
-        let mut fields = Vec::with_capacity(scratch.fields_hint);
-        pos = self.fields(pos, &mut fields)?;
-        dedupe_last_wins(&mut fields);
+        let fields_start = fields.len();
+        pos = self.fields(pos, fields)?;
+        dedupe_last_wins(fields, fields_start);
         let (timestamp, eol) = self.timestamp(pos)?;
         Ok((
-            Line {
+            LineHead {
                 measurement,
-                tags,
-                fields,
+                series_key,
+                tags: tags_start..tags.len(),
+                fields: fields_start..fields.len(),
                 timestamp,
                 line_number: 0,
             },
@@ -719,10 +793,15 @@ fn fingerprint(key: &str) -> u32 {
 /// first occurrence. Keeping that position means the first field stays first, and only the first
 /// field key cannot start with a tab or NUL (those would be skipped as blanks when written back).
 #[inline]
-fn dedupe_last_wins(fields: &mut Vec<(Cow<'_, str>, FieldValue<'_>)>) {
-    if first_repeat(fields).is_none() {
+fn dedupe_last_wins(all: &mut Vec<(Cow<'_, str>, FieldValue<'_>)>, from: usize) {
+    if all
+        .get(from..)
+        .is_none_or(|line| first_repeat(line).is_none())
+    {
         return;
     }
+    // Rare: worked on in a vector of its own, then put back.
+    let mut fields = all.split_off(from);
     let mut dropped = vec![false; fields.len()];
     let mut moves = Vec::new();
     {
@@ -759,6 +838,7 @@ fn dedupe_last_wins(fields: &mut Vec<(Cow<'_, str>, FieldValue<'_>)>) {
         index += 1;
         keep
     });
+    all.append(&mut fields);
 }
 
 enum Digits {

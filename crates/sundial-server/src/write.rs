@@ -6,6 +6,7 @@
 //! with the first error (InfluxDB's `error` text) plus Sundial's details: every rejected line's number,
 //! column and reason, and how many lines were written and rejected.
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::sync::Arc;
 
@@ -13,7 +14,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
-use sundial_lp::{FieldValue, Line};
+use sundial_lp::{FieldValue, Fields, LineHead, Tags};
 use sundial_storage::engine::{WriteOutcome, WritePoint};
 use sundial_storage::types::Value;
 
@@ -77,29 +78,19 @@ fn to_value(v: &FieldValue<'_>) -> Value {
     }
 }
 
-/// Turns a parsed line into a point; checks what the parser cannot (timestamp range, reserved names).
-fn to_point<'a>(line: &'a Line<'a>, multiplier: i64, now_ns: i64) -> Result<WritePoint<'a>, String> {
-    let ts = match line.timestamp {
-        None => now_ns,
-        Some(t) => t
-            .checked_mul(multiplier)
-            .ok_or_else(|| format!("timestamp {t} is out of range at this precision (±292 years around 1970 in ns)"))?,
-    };
+/// Checks what the parser cannot (timestamp range, reserved names) and returns the line's timestamp in
+/// nanoseconds.
+fn check_line(line: &LineHead<'_>, tags: &Tags<'_>, multiplier: i64, now_ns: i64) -> Result<i64, String> {
     let m = &*line.measurement;
-    if line.tags.iter().any(|(k, _)| k == "time") {
+    if tags[line.tags.clone()].iter().any(|(k, _)| k == "time") {
         return Err(format!("invalid tag key: input tag \"time\" on measurement \"{m}\" is invalid"));
     }
-    let mut fields: Vec<(&str, Value)> = Vec::with_capacity(line.fields.len());
-    fields.extend(line.fields.iter().filter(|(k, _)| k != "time").map(|(k, v)| (&**k, to_value(v))));
-    if fields.is_empty() {
-        return Err(format!("invalid field name: input field \"time\" on measurement \"{m}\" is invalid"));
+    match line.timestamp {
+        None => Ok(now_ns),
+        Some(t) => t
+            .checked_mul(multiplier)
+            .ok_or_else(|| format!("timestamp {t} is out of range at this precision (±292 years around 1970 in ns)")),
     }
-    let mut tags: Vec<(&str, &str)> = line.tags.iter().map(|(k, v)| (&**k, &**v)).collect();
-    tags.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    if tags.windows(2).any(|w| w[0].0 == w[1].0) {
-        return Err(format!("duplicate tag key on measurement \"{m}\""));
-    }
-    Ok(WritePoint { line: line.line_number, table: m, tags, fields, ts })
 }
 
 pub fn now_ns() -> i64 {
@@ -108,24 +99,68 @@ pub fn now_ns() -> i64 {
 }
 
 /// Parses and writes `body` to `db`. Blocking: call it from a blocking thread.
+///
+/// The lines' tags and fields go into one vector each for the whole body, and the points the engine
+/// takes are slices of them: a 10,000-line body made four vectors per line before (the parser's two and
+/// the point's two), 13 % of the server's CPU in allocation during a TSBS load.
 pub fn write_lines(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i64) -> Response {
     let now = now_ns();
-    // One line per newline, about: sized once (a 10,000-line body grew this vector 14 times).
-    let mut lines = Vec::with_capacity(body.iter().filter(|b| **b == b'\n').count() + 1);
+    // One line per newline, about: sized once.
+    let n_lines = memchr::memchr_iter(b'\n', body).count() + 1;
+    let mut heads = Vec::with_capacity(n_lines);
+    let (mut tags, mut fields): (Tags<'_>, Fields<'_>) = (Vec::new(), Vec::new());
     let mut rejected = Vec::new();
-    for r in sundial_lp::parse_lines(body) {
+    let mut lines = sundial_lp::parse_lines(body);
+    while let Some(r) = lines.next_into(&mut tags, &mut fields) {
         match r {
-            Ok(l) => lines.push(l),
+            Ok(h) => {
+                if heads.is_empty() {
+                    // Most bodies repeat the first line's shape.
+                    tags.reserve(n_lines * h.tags.len());
+                    fields.reserve(n_lines * h.fields.len());
+                }
+                heads.push(h);
+            }
             Err(e) => rejected.push(Rejection { line: e.line_number, column: Some(e.column), message: e.to_string() }),
         }
     }
-    let mut points = Vec::with_capacity(lines.len());
-    for l in &lines {
-        match to_point(l, multiplier, now) {
-            Ok(p) => points.push(p),
-            Err(message) => rejected.push(Rejection { line: l.line_number, column: None, message }),
+    // The names and values as the engine takes them. A field named `time` is dropped (as InfluxDB does);
+    // a line left without fields is refused.
+    let tag_refs: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (&**k, &**v)).collect();
+    let mut values: Vec<(&str, Value)> = Vec::with_capacity(fields.len());
+    let mut accepted = Vec::with_capacity(heads.len());
+    for (i, h) in heads.iter().enumerate() {
+        let ts = match check_line(h, &tags, multiplier, now) {
+            Ok(ts) => ts,
+            Err(message) => {
+                rejected.push(Rejection { line: h.line_number, column: None, message });
+                continue;
+            }
+        };
+        let start = values.len();
+        values.extend(fields[h.fields.clone()].iter().filter(|(k, _)| k != "time").map(|(k, v)| (&**k, to_value(v))));
+        if values.len() == start {
+            let m = &*h.measurement;
+            let message = format!("invalid field name: input field \"time\" on measurement \"{m}\" is invalid");
+            rejected.push(Rejection { line: h.line_number, column: None, message });
+            continue;
         }
+        accepted.push((i, ts, start..values.len()));
     }
+    let points: Vec<WritePoint<'_>> = accepted
+        .into_iter()
+        .map(|(i, ts, vals)| {
+            let h = &heads[i];
+            WritePoint {
+                line: h.line_number,
+                table: &h.measurement,
+                key: Some(h.series_key),
+                tags: Cow::Borrowed(&tag_refs[h.tags.clone()]),
+                fields: Cow::Borrowed(&values[vals]),
+                ts,
+            }
+        })
+        .collect();
     if state.config.auto_create_databases && state.engine.catalog().db(db).is_none() {
         if let Err(e) = state.engine.create_database(db, state.config.default_retention_ns, true) {
             return storage_error(&e);

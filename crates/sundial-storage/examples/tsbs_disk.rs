@@ -114,7 +114,7 @@ fn main() {
         let mut points = Vec::with_capacity(hosts * batch_steps as usize);
         for s in step..(step + batch_steps).min(steps) {
             for (h, st) in state.iter_mut().enumerate() {
-                let fields = FIELDS
+                let fields: Vec<_> = FIELDS
                     .iter()
                     .zip(st.iter_mut())
                     .map(|(name, x)| {
@@ -122,8 +122,8 @@ fn main() {
                         (*name, Value::Integer(*x as i64))
                     })
                     .collect();
-                let tags = host_tags[h].iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-                points.push(WritePoint { line: 1, table: "cpu", tags, fields, ts: T0 + s * TEN_S });
+                let tags: Vec<_> = host_tags[h].iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+                points.push(WritePoint { line: 1, table: "cpu", key: None, tags: tags.into(), fields: fields.into(), ts: T0 + s * TEN_S });
             }
         }
         let out = engine.write("benchmark", &points).expect("write");

@@ -35,6 +35,7 @@
 //! - **deletes** ([`Engine::delete`], [`Engine::drop_series`]): durable tombstones
 //!   ([`crate::tombstone`]) honoured by reads at once and applied by compaction.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -185,13 +186,21 @@ impl EngineConfig {
 }
 
 /// One row to write, with names (the engine resolves them to ids).
+///
+/// Tags and fields are borrowed or owned ([`Cow`]): the HTTP write path hands out slices of one vector
+/// for all the rows of a request (no allocation per row); tests and small callers pass vectors.
 #[derive(Clone, Debug)]
 pub struct WritePoint<'a> {
     /// Where the row came from (1-based line number), for error reports.
     pub line: usize,
     pub table: &'a str,
-    pub tags: Vec<(&'a str, &'a str)>,
-    pub fields: Vec<(&'a str, Value)>,
+    /// The series key as the client wrote it, when there is one (line protocol's `measurement,tags`
+    /// text): the same text must always stand for the same `table` and `tags`. Rows with one are found
+    /// in the engine's cache of series keys, from one request to the next (`engine/series_keys.rs`).
+    pub key: Option<&'a str>,
+    /// In any order, each key once.
+    pub tags: Cow<'a, [(&'a str, &'a str)]>,
+    pub fields: Cow<'a, [(&'a str, Value)]>,
     /// Nanoseconds since the Unix epoch.
     pub ts: i64,
 }
@@ -237,6 +246,8 @@ struct Inner {
     catalog_log_check_due: AtomicBool,
     wal: Wal,
     write_lock: Mutex<()>,
+    /// Series keys as clients wrote them → their series; locked inside `write_lock`.
+    series_keys: Mutex<series_keys::SeriesKeys>,
     mem: RwLock<MemState>,
     segments: RwLock<SegmentSet>,
     next_generation: AtomicU64,
@@ -371,6 +382,7 @@ impl Engine {
             catalog_log_check_due: AtomicBool::new(true),
             wal,
             write_lock: Mutex::new(()),
+            series_keys: Mutex::new(series_keys::SeriesKeys::new()),
             mem: RwLock::new(mem),
             segments: RwLock::new(segments),
             next_generation: AtomicU64::new(max_gen + 1),
@@ -842,30 +854,39 @@ impl Inner {
         let mut batch = WriteBatch::new(db_id);
         let mut rejected = Vec::new();
         let mut field_types: Vec<(&str, FieldType)> = Vec::new();
-        // Rows of a series already resolved in this request skip the per-name catalog lookups: one hash of
-        // (table, tags) finds the series, and a field set equal to the previous row's (names and types;
-        // TSBS and most agents send the same fields every row) reuses its column ids. Both only repeat
-        // answers the catalog gave for identical names, so a conflict still takes the full path below.
+        // A row's series is found without the catalog's per-name lookups when its key text is in the
+        // engine's cache of series keys (rows from line protocol) or, for rows without one, when a row
+        // of the same (table, tags) came earlier in this request; then a field set equal to the previous
+        // row's (names and types; TSBS and most agents send the same fields every row) reuses its column
+        // ids. Both only repeat answers the catalog gave for identical names, so a conflict still takes
+        // the full path below.
         type SeriesKey<'a> = (&'a str, &'a [(&'a str, &'a str)]);
         type FieldSet = (TableId, Vec<(ColId, FieldType)>, usize);
-        // Sized for up to 1,024 series up front: grown from empty, the map rehashed ~10 times per
-        // 10,000-row request of new series (2.6 % of server CPU creating 10 M series); not sized to the
-        // request, since a request of 100 series' rows would then allocate for 10,000.
-        let mut known: crate::FastMap<SeriesKey<'_>, (TableId, SeriesId)> =
-            crate::FastMap::with_capacity_and_hasher(points.len().min(KNOWN_SERIES_PRESIZE), Default::default());
+        // Sized for up to 1,024 series once a row without a key comes: grown from empty, the map rehashed
+        // ~10 times per 10,000-row request of new series; not sized to the request, since a request of
+        // 100 series' rows would then allocate for 10,000.
+        let mut known: crate::FastMap<SeriesKey<'_>, (TableId, SeriesId)> = crate::FastMap::default();
+        let mut keys = self.series_keys.lock();
         let mut last_fields: Option<FieldSet> = None;
         for (i, p) in points.iter().enumerate() {
             if p.ts < cutoff {
                 rejected.push((p.line, Error::BeyondRetention { db: db.to_string(), ts: p.ts, cutoff, retention_ns }));
                 continue;
             }
-            if let (Some(&(table, series)), Some((t, cols, prev))) = (known.get(&(p.table, &p.tags[..])), &last_fields) {
+            let seen = match p.key {
+                Some(key) => keys.get(db_id, key),
+                None => known.get(&(p.table, &p.tags[..])).copied(),
+            };
+            // A cached key names a table that may have been dropped since (`series_keys.rs`); the field
+            // set is reused only from a row this request resolved through the catalog, under the lock
+            // it still holds, and table ids are never reused: a table equal to that row's is live.
+            if let (Some((table, series)), Some((t, cols, prev))) = (seen, &last_fields) {
                 let prev = &points[*prev].fields;
                 let same = *t == table
                     && prev.len() == p.fields.len()
-                    && prev.iter().zip(&p.fields).all(|((a, va), (b, vb))| a == b && va.field_type() == vb.field_type());
+                    && prev.iter().zip(p.fields.iter()).all(|((a, va), (b, vb))| a == b && va.field_type() == vb.field_type());
                 if same {
-                    batch.push_row(table, series, p.ts, cols.iter().zip(&p.fields).map(|((col, _), (_, v))| (*col, v.clone())));
+                    batch.push_row(table, series, p.ts, cols.iter().zip(p.fields.iter()).map(|((col, _), (_, v))| (*col, v.clone())));
                     continue;
                 }
             }
@@ -885,9 +906,17 @@ impl Inner {
             };
             match resolved {
                 Ok(r) => {
-                    let values = r.fields.iter().zip(&p.fields).map(|((col, _), (_, v))| (*col, v.clone()));
+                    let values = r.fields.iter().zip(p.fields.iter()).map(|((col, _), (_, v))| (*col, v.clone()));
                     batch.push_row(r.table, r.series, p.ts, values);
-                    known.insert((p.table, &p.tags[..]), (r.table, r.series));
+                    match p.key {
+                        Some(key) => keys.insert(db_id, key, r.table, r.series),
+                        None => {
+                            if known.is_empty() {
+                                known.reserve(points.len().min(KNOWN_SERIES_PRESIZE));
+                            }
+                            known.insert((p.table, &p.tags[..]), (r.table, r.series));
+                        }
+                    }
                     last_fields = Some((r.table, r.fields, i));
                 }
                 Err(e) if e.is_user_error() => rejected.push((p.line, e)),
@@ -1380,6 +1409,7 @@ impl TableSnapshot {
 
 mod catalog_rewrite;
 mod maintenance;
+mod series_keys;
 mod summary;
 mod tail;
 pub use catalog_rewrite::CatalogLogRewrite;

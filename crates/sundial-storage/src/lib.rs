@@ -105,8 +105,9 @@
 //! let row = |host, ts, v| WritePoint {
 //!     line: 1,
 //!     table: "cpu",
-//!     tags: vec![("host", host)],
-//!     fields: vec![("usage", Value::Float(v))],
+//!     key: None,
+//!     tags: vec![("host", host)].into(),
+//!     fields: vec![("usage", Value::Float(v))].into(),
 //!     ts,
 //! };
 //! engine.write("metrics", &[row("a", 10, 1.5), row("a", 20, 2.5), row("b", 10, 9.0)]).unwrap();

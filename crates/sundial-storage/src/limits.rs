@@ -52,6 +52,12 @@ pub const PACK_ROWS_MAX: usize = 1 << 16;
 /// footer groups of all open segments, about 1 KB per block with ten float columns.
 pub const BLOCK_INDEX_CACHE_BYTES_DEFAULT: usize = 64 * 1024 * 1024;
 
+/// Bytes the engine's cache of series keys (`engine/series_keys.rs`: a series key as a client wrote it
+/// → its series) may hold, key text and per-entry overhead counted; it starts again empty when full.
+/// 32 MiB holds about 150 K TSBS keys (~170 bytes of text each); a write of a series not in it costs
+/// a catalog lookup, as it did before the cache.
+pub const SERIES_KEY_CACHE_BYTES_MAX: usize = 32 * 1024 * 1024;
+
 /// A scan (`TableSnapshot::scan`) of more series than this decodes the block-index groups it does not
 /// find in the cache without adding them: at a block per series and segment and ~1 KB per block, 16 K
 /// series fill a quarter of the default cache, and a scan of millions would evict what smaller reads

@@ -142,13 +142,12 @@ impl Target {
                     ),
                 ));
             }
-            let mut tags: Vec<(&str, &str)> = r
+            let tags: Vec<(&str, &str)> = r
                 .tags
                 .iter()
                 .map(|(c, v)| (self.columns[*c].as_str(), v.as_str()))
                 .collect();
-            tags.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            let fields = r
+            let fields: Vec<_> = r
                 .fields
                 .iter()
                 .map(|(c, v)| (self.columns[*c].as_str(), v.clone()))
@@ -156,8 +155,9 @@ impl Target {
             points.push(WritePoint {
                 line: i + 1,
                 table: &self.table,
-                tags,
-                fields,
+                key: None,
+                tags: tags.into(),
+                fields: fields.into(),
                 ts: r.ts.unwrap_or(now_ns),
             });
         }

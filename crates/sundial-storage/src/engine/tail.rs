@@ -341,7 +341,7 @@ mod tests {
                     if i % 3 == 0 {
                         fields.push(("f", Value::Float(i as f64 / 2.0)));
                     }
-                    points.push(WritePoint { line: 1, table: "cpu", tags: vec![("host", *host)], fields, ts });
+                    points.push(WritePoint { line: 1, table: "cpu", key: None, tags: vec![("host", *host)].into(), fields: fields.into(), ts });
                 }
             }
             e.write("db", &points).unwrap();
@@ -423,7 +423,7 @@ mod tests {
         let e = Engine::open(EngineConfig::new(dir.path())).unwrap();
         e.create_database("db", 0, false).unwrap();
         for (ts, flush) in [(50, true), (100, true), (20, true), (75, false)] {
-            let p = WritePoint { line: 1, table: "cpu", tags: vec![("host", "a")], fields: vec![("v", Value::Integer(ts))], ts };
+            let p = WritePoint { line: 1, table: "cpu", key: None, tags: vec![("host", "a")].into(), fields: vec![("v", Value::Integer(ts))].into(), ts };
             e.write("db", &[p]).unwrap();
             if flush {
                 e.flush().unwrap();

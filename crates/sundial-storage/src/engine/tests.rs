@@ -6,7 +6,7 @@ fn config(dir: &Path) -> EngineConfig {
 }
 
 fn point<'a>(table: &'a str, host: &'a str, ts: i64, v: i64) -> WritePoint<'a> {
-    WritePoint { line: 1, table, tags: vec![("host", host)], fields: vec![("v", Value::Integer(v))], ts }
+    WritePoint { line: 1, table, key: None, tags: vec![("host", host)].into(), fields: vec![("v", Value::Integer(v))].into(), ts }
 }
 
 /// All (host, ts, v) rows of table `cpu` in `db`, via the public read path.
@@ -69,7 +69,7 @@ fn conflicting_lines_are_rejected_alone() {
     let dir = tempfile::tempdir().unwrap();
     let e = Engine::open(config(dir.path())).unwrap();
     e.create_database("db", 0, false).unwrap();
-    let bad = WritePoint { line: 2, table: "cpu", tags: vec![("host", "a")], fields: vec![("v", Value::Float(1.5))], ts: 5 };
+    let bad = WritePoint { line: 2, table: "cpu", key: None, tags: vec![("host", "a")].into(), fields: vec![("v", Value::Float(1.5))].into(), ts: 5 };
     let out = e.write("db", &[point("cpu", "a", 1, 1), bad, point("cpu", "a", 9, 9)]).unwrap();
     assert_eq!(out.rows_written, 2);
     assert_eq!(out.rejected.len(), 1);
@@ -283,4 +283,49 @@ fn results_do_not_depend_on_the_block_index_cache_capacity() {
         results.push(after);
     }
     assert_eq!(results[0], results[1]);
+}
+
+/// Rows that carry their series key text (line protocol's) find their series through the engine's
+/// cache of keys from one write to the next, and a key whose table or database was dropped since does
+/// not send rows to the dead table: they go to the one created anew.
+#[test]
+fn series_keys_find_series_across_writes_and_never_a_dropped_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    let keyed = |key, host, ts, v| WritePoint {
+        line: 1,
+        table: "cpu",
+        key: Some(key),
+        tags: vec![("host", host)].into(),
+        fields: vec![("v", Value::Integer(v))].into(),
+        ts,
+    };
+    let cached = |e: &Engine, key: &str| {
+        let db = e.catalog().db("db").unwrap().id;
+        e.inner.series_keys.lock().get(db, key)
+    };
+    e.write("db", &[keyed("cpu,host=a", "a", 1, 1)]).unwrap();
+    assert_eq!(cached(&e, "cpu,host=a"), Some((0, 0)));
+    e.write("db", &[keyed("cpu,host=a", "a", 2, 2), keyed("cpu,host=b", "b", 2, 3)]).unwrap();
+    // Another text for the same series (as tags written in another order are).
+    e.write("db", &[keyed("cpu,host=a,", "a", 3, 4)]).unwrap();
+    assert_eq!(cached(&e, "cpu,host=a,"), Some((0, 0)));
+    assert_eq!(e.catalog().db("db").unwrap().table("cpu").unwrap().series_count(), 2);
+    let a = |ts, v| ("a".to_string(), ts, Some(v));
+    assert_eq!(read_all(&e, "db"), vec![a(1, 1), a(2, 2), a(3, 4), ("b".to_string(), 2, Some(3))]);
+
+    // The first row of a write always takes the catalog (there is no field set to reuse yet): the
+    // dropped table's key comes second.
+    let b = |ts, v| ("b".to_string(), ts, Some(v));
+    e.drop_table("db", "cpu").unwrap();
+    e.write("db", &[keyed("cpu,host=b", "b", 5, 5), keyed("cpu,host=a", "a", 5, 6)]).unwrap();
+    assert_eq!(read_all(&e, "db"), vec![a(5, 6), b(5, 5)]);
+    let table = e.catalog().db("db").unwrap().table("cpu").unwrap().id;
+    assert_eq!(cached(&e, "cpu,host=a"), Some((table, 1)));
+
+    e.drop_database("db", false).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    e.write("db", &[keyed("cpu,host=b", "b", 6, 6), keyed("cpu,host=a", "a", 6, 7)]).unwrap();
+    assert_eq!(read_all(&e, "db"), vec![a(6, 7), b(6, 6)]);
 }

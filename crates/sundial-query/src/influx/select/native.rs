@@ -1607,7 +1607,7 @@ mod tests {
                     if fields.is_empty() || rng.below(10) < 5 {
                         fields.push(("n", Value::Integer(rng.below(100) as i64)));
                     }
-                    points.push(WritePoint { line: 1, table: "m", tags, fields, ts: T0 + step * 10 * SEC });
+                    points.push(WritePoint { line: 1, table: "m", key: None, tags: tags.into(), fields: fields.into(), ts: T0 + step * 10 * SEC });
                 }
             }
             engine.write("db", &points).unwrap();
@@ -1621,7 +1621,7 @@ mod tests {
         engine.flush().unwrap();
         write(rng, &hosts[1..2], &|_| 50..60); // the memtable over a flushed block
         // The earliest row of all has neither `a` nor `b`: reads of their first buckets must not stop there.
-        let early = WritePoint { line: 1, table: "m", tags: vec![("host", "h9")], fields: vec![("n", Value::Integer(1))], ts: T0 - 3600 * SEC };
+        let early = WritePoint { line: 1, table: "m", key: None, tags: vec![("host", "h9")].into(), fields: vec![("n", Value::Integer(1))].into(), ts: T0 - 3600 * SEC };
         engine.write("db", &[early]).unwrap();
     }
 
