@@ -295,6 +295,39 @@ pub struct SegmentWriter {
     packs: Vec<PackMeta>,
     /// Format version written: [`VERSION`], or 3 (no packs) for tests of older layouts.
     version: u32,
+    /// pco's delta choices carried from block to block ([`SegmentWriter::with_delta_hints`]).
+    delta_hints: Option<DeltaHints>,
+}
+
+/// Blocks of a column that share one search of pco's delta ([`SegmentWriter::with_delta_hints`]): the
+/// first searches, the other 15 reuse its choice. A column whose series differ in kind (a walk in one,
+/// noise in the next) gets a worse delta on at most 15 blocks between searches.
+const DELTA_HINT_BLOCKS: u32 = 16;
+
+/// Per column: the delta pco's last search chose, and how many blocks have reused it since.
+#[derive(Default)]
+struct DeltaHints {
+    by_col: crate::FastMap<ColId, (codec::Delta, u32)>,
+}
+
+impl DeltaHints {
+    /// The delta to ask pco for in the next block of `col`.
+    fn next(&mut self, col: ColId) -> codec::Delta {
+        match self.by_col.get_mut(&col) {
+            Some((delta, uses)) if *delta != codec::Delta::Auto && *uses + 1 < DELTA_HINT_BLOCKS => {
+                *uses += 1;
+                *delta
+            }
+            _ => codec::Delta::Auto,
+        }
+    }
+
+    /// Records what a block of `col` asked for and what pco then said to ask for next.
+    fn record(&mut self, col: ColId, asked: codec::Delta, next: codec::Delta) {
+        if asked == codec::Delta::Auto {
+            self.by_col.insert(col, (next, 0));
+        }
+    }
 }
 
 /// The rows of the small blocks of consecutive series, gathered until the pack is closed.
@@ -392,6 +425,7 @@ impl SegmentWriter {
             pack: PackBuilder::default(),
             packs: Vec::new(),
             version,
+            delta_hints: None,
         };
         w.put(&frame::header(MAGIC, version))?;
         Ok(w)
@@ -400,6 +434,16 @@ impl SegmentWriter {
     /// Paces every later write through `throttle` (compaction's rate limit, see [`crate::throttle`]).
     pub fn with_throttle(mut self, throttle: Option<Arc<TokenBucket>>) -> SegmentWriter {
         self.throttle = throttle;
+        self
+    }
+
+    /// Carries pco's delta choice for a column from block to block, searching again every
+    /// [`DELTA_HINT_BLOCKS`] blocks ([`codec::encode_column_hinted`]): what a flush does, whose files
+    /// compaction rewrites with a search per block. Every series of a table usually has the same kind of
+    /// values in a column (TSBS: the search picks order 1 for every block), so the choice rarely
+    /// changes, and a flush of thousands of small blocks spends a third of the time it did.
+    pub fn with_delta_hints(mut self) -> SegmentWriter {
+        self.delta_hints = Some(DeltaHints::default());
         self
     }
 
@@ -517,9 +561,12 @@ impl SegmentWriter {
             }
             let paged = self.version >= codec::PAGED_SEGMENT_VERSION;
             let c = c.slice(range.clone());
-            let chunk = self.put_encoded(|out| {
-                if paged { codec::encode_column(&c, out) } else { codec::encode_column_delta(&c, codec::Delta::Auto, out) }
-            })?;
+            let asked = self.delta_hints.as_mut().map_or(codec::Delta::Auto, |h| h.next(*col));
+            let mut next = codec::Delta::Auto;
+            let chunk = self.put_encoded(|out| next = codec::encode_column_hinted(&c, asked, paged, out))?;
+            if let Some(h) = &mut self.delta_hints {
+                h.record(*col, asked, next);
+            }
             metas.push(ColMeta { col: *col, ty: c.field_type(), chunk, stats });
             sliced.push((*col, c));
         }
@@ -1931,7 +1978,7 @@ impl PartitionedWriter {
                         tombstones_applied: 0,
                     };
                     let name = segment_file_name(self.table, self.generation, self.generation);
-                    v.insert(SegmentWriter::create(&dir.join(name), id)?)
+                    v.insert(SegmentWriter::create(&dir.join(name), id)?.with_delta_hints())
                 }
             };
             w.add_series(&part, cols)?;
@@ -1953,6 +2000,30 @@ impl PartitionedWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A column's delta is searched for in its first block and again every `DELTA_HINT_BLOCKS` blocks;
+    /// in between the last search's order is asked for; a search that found no order to carry (or a
+    /// column never searched) means searching again at the next block.
+    #[test]
+    fn delta_hints_search_once_per_run_of_blocks() {
+        use codec::Delta::{Auto, Order};
+        let mut h = DeltaHints::default();
+        let mut asked = Vec::new();
+        for block in 0..(2 * DELTA_HINT_BLOCKS + 1) {
+            let a = h.next(7);
+            asked.push(a);
+            h.record(7, a, if block < DELTA_HINT_BLOCKS { Order(1) } else { Order(2) });
+        }
+        let searched: Vec<usize> = asked.iter().enumerate().filter(|(_, a)| **a == Auto).map(|(i, _)| i).collect();
+        let d = DELTA_HINT_BLOCKS as usize;
+        assert_eq!(searched, [0, d, 2 * d]);
+        assert_eq!(asked[1], Order(1));
+        assert_eq!(asked[d + 1], Order(2));
+        // Another column is searched on its own; a search that chose nothing to carry is repeated.
+        assert_eq!(h.next(8), Auto);
+        h.record(8, Auto, Auto);
+        assert_eq!(h.next(8), Auto);
+    }
 
     fn sample(series: SeriesId, ts: Vec<i64>) -> SeriesRows {
         let n = ts.len();

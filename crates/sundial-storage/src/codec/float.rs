@@ -43,17 +43,20 @@ pub enum FloatEncoding {
 /// Appends the values section of `vals` (the non-null float values, in row order).
 ///
 /// `pages`: how the pco candidate is written ([`numeric::encode_with`]).
-pub(super) fn encode(vals: &[f64], how: FloatEncoding, delta: Delta, pages: Pages, out: &mut Vec<u8>) {
+///
+/// Returns the delta for the next block of the same column: the one pco used for its candidate, kept
+/// or not.
+pub(super) fn encode(vals: &[f64], how: FloatEncoding, delta: Delta, pages: Pages, out: &mut Vec<u8>) -> Delta {
     let constant = vals.split_first().is_none_or(|(f, rest)| rest.iter().all(|v| v.to_bits() == f.to_bits()));
     if constant || how == FloatEncoding::Pco {
-        numeric::encode_with(vals, delta, pages, out);
-        return;
+        return numeric::encode_with(vals, delta, pages, out);
     }
     match how {
         FloatEncoding::Alp => put_alp(vals, alp::choose_exponent(vals).0, out),
         FloatEncoding::Gorilla => put_gorilla(vals, out),
-        _ => encode_smallest(vals, delta, pages, out),
+        _ => return encode_smallest(vals, delta, pages, out),
     }
+    Delta::Auto
 }
 
 fn put_alp(vals: &[f64], e: u8, out: &mut Vec<u8>) {
@@ -66,9 +69,9 @@ fn put_gorilla(vals: &[f64], out: &mut Vec<u8>) {
     gorilla::encode(vals, out);
 }
 
-fn encode_smallest(vals: &[f64], delta: Delta, pages: Pages, out: &mut Vec<u8>) {
+fn encode_smallest(vals: &[f64], delta: Delta, pages: Pages, out: &mut Vec<u8>) -> Delta {
     let start = out.len();
-    numeric::encode_with(vals, delta, pages, out);
+    let next = numeric::encode_with(vals, delta, pages, out);
     let mut candidate = Vec::new();
     let (e, exceptions) = alp::choose_exponent(vals);
     if exceptions <= ALP_EXCEPTIONS_MAX {
@@ -78,6 +81,7 @@ fn encode_smallest(vals: &[f64], delta: Delta, pages: Pages, out: &mut Vec<u8>) 
     candidate.clear();
     put_gorilla(vals, &mut candidate);
     keep_smaller(out, start, &candidate);
+    next
 }
 
 /// Replaces `out[start..]` by `candidate` if that is strictly smaller.

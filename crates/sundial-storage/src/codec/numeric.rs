@@ -84,7 +84,10 @@ pub(super) fn encode<T: Word>(vals: &[T], out: &mut Vec<u8>) {
 /// [`encode`] with pco's delta search as `delta` says, written as PcoPaged (pages of
 /// [`pcodec::PAGE_ROWS`]) when `pages` says so and pco is chosen for more than one page of numbers: a
 /// block's field column, whose reader may want a few of its rows ([`decode_rows`]).
-pub(super) fn encode_with<T: Word>(vals: &[T], delta: Delta, pages: Pages, out: &mut Vec<u8>) {
+///
+/// Returns the delta for the next block of the same column ([`super::encode_column_hinted`]): the one
+/// pco used, when pco compressed the values.
+pub(super) fn encode_with<T: Word>(vals: &[T], delta: Delta, pages: Pages, out: &mut Vec<u8>) -> Delta {
     let paged = pages == Pages::Paged && vals.len() > pcodec::PAGE_ROWS;
     match vals {
         [] => out.push(Codec::Empty as u8),
@@ -96,15 +99,16 @@ pub(super) fn encode_with<T: Word>(vals: &[T], delta: Delta, pages: Pages, out: 
             let start = out.len();
             let (tag, pages) = if paged { (Codec::PcoPaged, Pages::Paged) } else { (Codec::Pco, Pages::One) };
             out.push(tag as u8);
-            let ok = pcodec::compress(vals, delta, pages, out);
-            if ok && out.len() - start - 1 < vals.len() * T::WIDTH {
-                return;
+            let used = pcodec::compress(vals, delta, pages, out);
+            if used.is_some() && out.len() - start - 1 < vals.len() * T::WIDTH {
+                return used.unwrap_or(Delta::Auto);
             }
             out.truncate(start);
             out.push(Codec::Plain as u8);
             put_plain(vals, out);
         }
     }
+    Delta::Auto
 }
 
 /// Decodes a values section of `m` numbers.

@@ -49,6 +49,7 @@ fn config(pages: Vec<usize>, delta: Delta) -> ChunkConfig {
     let delta = match delta {
         Delta::Auto => DeltaSpec::Auto,
         Delta::Off => DeltaSpec::NoOp,
+        Delta::Order(k) => DeltaSpec::TryConsecutive(usize::from(k)),
     };
     ChunkConfig::default()
         .with_compression_level(PCO_LEVEL)
@@ -77,19 +78,20 @@ pub(super) enum Pages {
     Paged,
 }
 
-/// Appends the pco payload of `nums` (non-empty) to `out`, in pages as `pages` says. Returns false,
-/// leaving `out` as it was, if pco refuses (it should not for our number types; the caller then stores
-/// the values plain).
-pub(super) fn compress<T: Number>(nums: &[T], delta: Delta, pages: Pages, out: &mut Vec<u8>) -> bool {
+/// Appends the pco payload of `nums` (non-empty) to `out`, in pages as `pages` says, and returns the
+/// delta pco used as a [`Delta`] to ask for again: `Order(k)` for consecutive differences of order `k`
+/// (0: none), `Auto` for another encoding. Returns `None`, leaving `out` as it was, if pco refuses (it
+/// should not for our number types; the caller then stores the values plain).
+pub(super) fn compress<T: Number>(nums: &[T], delta: Delta, pages: Pages, out: &mut Vec<u8>) -> Option<Delta> {
     let start = out.len();
-    let ok = !nums.is_empty() && try_compress(nums, delta, pages, out).is_ok();
-    if !ok {
+    let used = if nums.is_empty() { None } else { try_compress(nums, delta, pages, out).ok() };
+    if used.is_none() {
         out.truncate(start);
     }
-    ok
+    used
 }
 
-fn try_compress<T: Number>(nums: &[T], delta: Delta, pages: Pages, out: &mut Vec<u8>) -> pco::errors::PcoResult<()> {
+fn try_compress<T: Number>(nums: &[T], delta: Delta, pages: Pages, out: &mut Vec<u8>) -> pco::errors::PcoResult<Delta> {
     put_uvarint(out, nums.len() as u64);
     let sizes = match pages {
         Pages::One => vec![nums.len()],
@@ -106,9 +108,14 @@ fn try_compress<T: Number>(nums: &[T], delta: Delta, pages: Pages, out: &mut Vec
     let fc = FileCompressor::default();
     fc.write_header(&mut *out)?;
     let mut cc = fc.chunk_compressor(nums, &config(sizes, delta))?;
+    let used = match cc.meta().delta_encoding {
+        DeltaEncoding::NoOp => Delta::Order(0),
+        DeltaEncoding::Consecutive { order, .. } => u8::try_from(order).map_or(Delta::Auto, Delta::Order),
+        _ => Delta::Auto,
+    };
     cc.write_meta(&mut *out)?;
     if pages == Pages::One {
-        return cc.write_page(0, &mut *out).map(|_| ());
+        return cc.write_page(0, &mut *out).map(|_| used);
     }
     let mut page = Vec::new();
     for i in 0..n_pages {
@@ -117,7 +124,7 @@ fn try_compress<T: Number>(nums: &[T], delta: Delta, pages: Pages, out: &mut Vec
         put_uvarint(out, page.len() as u64);
         out.extend_from_slice(&page);
     }
-    Ok(())
+    Ok(used)
 }
 
 /// pco decodes a page in batches of this many numbers; a read that stops inside a page must end on a
@@ -270,7 +277,7 @@ mod tests {
 
     fn round_trip<T: Number>(nums: &[T]) -> Vec<u8> {
         let mut out = Vec::new();
-        assert!(compress(nums, Delta::Auto, Pages::One, &mut out));
+        assert!(compress(nums, Delta::Auto, Pages::One, &mut out).is_some());
         assert_eq!(decompress::<T>(&out, nums.len(), "t").unwrap(), nums);
         out
     }
@@ -288,12 +295,12 @@ mod tests {
         assert!(decompress::<i64>(&longer, 1000, "t").is_err());
         let floats = [f64::NAN, f64::from_bits(0xfff0_0000_0000_0001), -0.0, f64::INFINITY, 1.5];
         let mut out = Vec::new();
-        assert!(compress(&floats, Delta::Auto, Pages::One, &mut out));
+        assert!(compress(&floats, Delta::Auto, Pages::One, &mut out).is_some());
         let got = decompress::<f64>(&out, floats.len(), "t").unwrap();
         assert_eq!(got.iter().map(|f| f.to_bits()).collect::<Vec<_>>(), floats.map(f64::to_bits));
         round_trip(&[u32::MAX, 0, 7]);
         let mut out = Vec::new();
-        assert!(!compress::<i64>(&[], Delta::Auto, Pages::One, &mut out));
+        assert!(compress::<i64>(&[], Delta::Auto, Pages::One, &mut out).is_none());
         assert!(out.is_empty());
     }
 

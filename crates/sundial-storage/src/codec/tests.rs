@@ -607,3 +607,50 @@ fn truncated_and_flipped_paged_chunks_never_panic() {
         }
     }
 }
+
+/// A carried delta choice ([`encode_column_hinted`]): the search reports the order it chose (1 on a
+/// walk, none on noise), asking for that order again writes the very bytes the search wrote, any other
+/// order still writes a chunk that decodes to the column, and a column pco does not compress (strings,
+/// booleans, constants) reports nothing to carry.
+#[test]
+fn hinted_deltas_report_the_search_and_write_what_it_wrote() {
+    let n = 3000;
+    let step = |i: usize| 50 + (i * 7919 % 13) as i64 - 6 + i as i64 / 97;
+    let walk: Vec<Option<Value>> = (0..n).map(|i| Some(Value::Integer(step(i)))).collect();
+    let mix = |i: usize| {
+        let mut x = i as u64 ^ 0x9E37_79B9_7F4A_7C15;
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (x ^ (x >> 31)) % 1000
+    };
+    let noise: Vec<Option<Value>> = (0..n).map(|i| Some(Value::Integer(mix(i) as i64))).collect();
+    let walk_floats: Vec<Option<Value>> = (0..n).map(|i| Some(Value::Float(step(i) as f64 * 0.37 + 1e-9))).collect();
+    for (vals, ty, want) in [
+        (&walk, FieldType::Integer, Delta::Order(1)),
+        (&noise, FieldType::Integer, Delta::Order(0)),
+        (&walk_floats, FieldType::Float, Delta::Order(1)),
+    ] {
+        let col = column(ty, vals);
+        for paged in [true, false] {
+            let mut searched = Vec::new();
+            let next = encode_column_hinted(&col, Delta::Auto, paged, &mut searched);
+            assert_eq!(next, want, "{ty:?} paged {paged}");
+            let mut again = Vec::new();
+            assert_eq!(encode_column_hinted(&col, next, paged, &mut again), next);
+            if ty == FieldType::Integer {
+                assert_eq!(again, searched, "the carried order writes what the search wrote");
+            }
+            for order in [0, 1, 2, 3] {
+                let mut out = Vec::new();
+                assert_eq!(encode_column_hinted(&col, Delta::Order(order), paged, &mut out), Delta::Order(order));
+                assert_same(&decode_column(&out, ty, n).unwrap(), &col);
+            }
+        }
+    }
+    let strings = column(FieldType::String, &[Some(Value::String("a".into())), None]);
+    let bools = column(FieldType::Boolean, &[Some(Value::Boolean(true)), Some(Value::Boolean(false))]);
+    let constant = column(FieldType::Integer, &vec![Some(Value::Integer(7)); 50]);
+    for col in [strings, bools, constant] {
+        assert_eq!(encode_column_hinted(&col, Delta::Order(1), true, &mut Vec::new()), Delta::Auto);
+    }
+}
