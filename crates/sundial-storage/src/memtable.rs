@@ -197,6 +197,19 @@ impl RowBuf {
     /// most rows add nothing and some add the room for as many rows again).
     fn push(&mut self, ts: i64, values: &[(ColId, Value)]) -> usize {
         let before = self.heap_bytes();
+        // Most rows set every column of the buffer, in its order, with its types (an agent sends the
+        // same fields every row): appended straight, without a search of the schema per value and the
+        // null bookkeeping below (a fifth of the write path's CPU at TSBS's ten fields).
+        let w = self.width();
+        if w > 0 && values.len() == w && values.iter().zip(&self.schema).all(|((c, v), (sc, ty))| c == sc && v.field_type() == *ty) {
+            self.ts.push(ts);
+            self.slots.reserve(w);
+            for (_, v) in values {
+                let x = self.encode(v);
+                self.slots.push(x);
+            }
+            return self.heap_bytes().saturating_sub(before);
+        }
         if self.schema.is_empty() {
             self.schema.reserve_exact(values.len()); // most series have the same columns in every row
         }
@@ -757,6 +770,36 @@ mod tests {
         let s = &g.table(0, 0).unwrap().series[&1];
         assert!(s.staged().unwrap().1);
         assert_eq!(s.read(1, i64::MIN, i64::MAX, &cols), before);
+    }
+
+    /// In-order rows of every shape: rows setting every column in the buffer's order (appended
+    /// straight), in another order, missing one, adding one, with a value of another type (a null, as
+    /// in a typed column) and with a column twice (the later value wins), read back as written.
+    #[test]
+    fn in_order_rows_of_any_shape_read_back_as_written() {
+        let mut g = MemGen::default();
+        let mut b = WriteBatch::new(0);
+        let (i, f) = (Value::Integer, Value::Float);
+        b.push_row(0, 1, 10, [(0, i(1)), (1, f(0.5))]);
+        b.push_row(0, 1, 20, [(0, i(2)), (1, f(1.5))]);
+        b.push_row(0, 1, 30, [(1, f(2.5)), (0, i(3))]);
+        b.push_row(0, 1, 40, [(0, i(4))]);
+        b.push_row(0, 1, 50, [(0, i(5)), (1, f(4.5)), (2, Value::Boolean(true))]);
+        b.push_row(0, 1, 60, [(0, i(6)), (1, f(5.5)), (2, Value::Boolean(false))]);
+        b.push_row(0, 1, 70, [(0, f(7.0)), (1, f(6.5)), (2, Value::Boolean(true))]);
+        b.push_row(0, 1, 80, [(0, i(8)), (1, f(7.5)), (1, f(8.5))]);
+        g.apply(&b);
+        let s = &g.table(0, 0).unwrap().series[&1];
+        assert!(s.staged().is_none());
+        let cols = [(0, FieldType::Integer), (1, FieldType::Float), (2, FieldType::Boolean)];
+        let r = s.read(1, i64::MIN, i64::MAX, &cols);
+        r.check().unwrap();
+        assert_eq!(r.ts, vec![10, 20, 30, 40, 50, 60, 70, 80]);
+        let get = |c: usize| (0..8).map(|k| r.cols[c].as_ref().unwrap().get(k)).collect::<Vec<_>>();
+        assert_eq!(get(0), [Some(i(1)), Some(i(2)), Some(i(3)), Some(i(4)), Some(i(5)), Some(i(6)), None, Some(i(8))]);
+        assert_eq!(get(1), [Some(f(0.5)), Some(f(1.5)), Some(f(2.5)), None, Some(f(4.5)), Some(f(5.5)), Some(f(6.5)), Some(f(8.5))]);
+        let t = |x| Some(Value::Boolean(x));
+        assert_eq!(get(2), [None, None, None, None, t(true), t(false), t(true), None]);
     }
 
     #[test]
