@@ -397,22 +397,20 @@ impl Ctx<'_> {
         let width = 1 + field_cols.len();
 
         let group_at: Vec<Option<usize>> = self.group_tags.iter().map(|g| tags.iter().position(|t| t.as_str() == g)).collect();
-        // Per group, its rows: (time, chunk, row in the chunk).
-        let mut groups: BTreeMap<Vec<String>, Vec<(i64, u32, u32)>> = BTreeMap::new();
-        // Chunks are series: each one's group key is built once. Its key string (the tie order among
-        // series) is built only if a group needs sorting.
-        for (c, chunk) in chunks.iter().enumerate() {
-            let group = groups.entry(group_key(&chunk.tags, &group_at)).or_default();
-            for (r, row) in chunk.cells.chunks_exact(width).enumerate() {
-                let Cell::Time(t) = row[0] else { continue };
-                group.push((t, c as u32, r as u32));
-            }
+        // Chunks are series. Grouped by sorting their indexes by group key, compared in place (a missing
+        // or null tag is '', as `group_key` has it): no key is built per chunk, only one per group. The
+        // sort is stable, so a group's chunks stay in chunk order.
+        let key_of = |c: u32| group_of(&chunks[c as usize], &group_at);
+        let mut by_group: Vec<u32> = (0..chunks.len() as u32).collect();
+        if !group_at.is_empty() {
+            by_group.sort_by(|a, b| key_of(*a).cmp(key_of(*b)));
         }
-        // For groups of several rows: rows of equal time sort by series key. Each series' key is ranked
-        // once, and rows sort by (time, rank): at 4,000 hosts TSBS's high-cpu-all sorts ~860,000 rows
-        // whose times tie across hosts, and comparing key strings (long shared prefixes) per tie was
+        let groups: Vec<&[u32]> = by_group.chunk_by(|a, b| key_of(*a).eq(key_of(*b))).collect();
+        // For groups of several series: rows of equal time sort by series key. Each series' key is
+        // ranked once, and rows sort by (time, rank): at 4,000 hosts TSBS's high-cpu-all sorts ~860,000
+        // rows whose times tie across hosts, and comparing key strings (long shared prefixes) per tie was
         // most of the sort.
-        let series_rank: Vec<u32> = if groups.values().any(|rows| rows.len() > 1) {
+        let series_rank: Vec<u32> = if groups.iter().any(|g| g.len() > 1) {
             let series_keys: Vec<String> = chunks
                 .iter()
                 .map(|chunk| {
@@ -447,10 +445,21 @@ impl Ctx<'_> {
         let columns = self.columns();
         let gathered_columns: Option<Arc<[values::Column]>> = direct.map(Into::into);
         let mut out = Vec::with_capacity(groups.len());
-        for (key, mut rows) in groups {
-            if rows.len() > 1 {
-                rows.sort_by_key(|r| (r.0, series_rank[r.1 as usize]));
+        for group in groups {
+            // Per group, its rows: (time, chunk, row in the chunk).
+            let mut rows: Vec<(i64, u32, u32)> = Vec::new();
+            for &c in group {
+                for (r, row) in chunks[c as usize].cells.chunks_exact(width).enumerate() {
+                    let Cell::Time(t) = row[0] else { continue };
+                    rows.push((t, c, r as u32));
+                }
             }
+            if group.len() > 1 {
+                rows.sort_by_key(|r| (r.0, series_rank[r.1 as usize]));
+            } else {
+                rows.sort_by_key(|r| r.0);
+            }
+            let key: Vec<String> = key_of(group[0]).map(str::to_string).collect();
             if self.s.order_desc {
                 rows.reverse();
             }
@@ -789,6 +798,15 @@ fn series_chunks(rows: Vec<Vec<Cell>>, n_tags: usize) -> Vec<Chunk> {
         chunk.cells.extend(row.into_iter().skip(1 + n_tags));
     }
     chunks
+}
+
+/// A chunk's group key as [`group_key`] makes it, borrowed: the value of each grouped tag at `at` in
+/// the chunk's tags, '' for a missing or null one.
+fn group_of<'c>(chunk: &'c Chunk, at: &'c [Option<usize>]) -> impl Iterator<Item = &'c str> + 'c {
+    at.iter().map(|i| match i.map(|i| &chunk.tags[i]) {
+        Some(Cell::String(v)) => &**v,
+        _ => "",
+    })
 }
 
 /// A row's group key: the value of each grouped tag at its cell (`None`: a tag the measurement does not
