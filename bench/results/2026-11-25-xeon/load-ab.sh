@@ -2,7 +2,7 @@
 # Committed ingest A/B: loads FILE (a cached TSBS influx file, e.g. ~/.cache/sundial/tsbs/data/cpu-only-s4000-*.lp)
 # into each BIN in turn, each on a fresh data directory, with tsbs_load_influx (2 workers, batches of 10,000),
 # and prints per run the time until `SELECT count(usage_user) FROM cpu` sees ROWS rows (committed rows/s) and
-# the server's CPU seconds (utime + stime) over that time. Alternate binaries to see the machine's spread:
+# the server's CPU seconds (utime + stime) over that time and its peak RSS (VmHWM). Alternate binaries to see the machine's spread:
 #
 #   bash bench/results/2026-11-25-xeon/load-ab.sh FILE ROWS OLD_BIN NEW_BIN OLD_BIN NEW_BIN
 set -u
@@ -23,8 +23,9 @@ for BIN in "$@"; do
     sleep 0.05
   done
   t1=$(date +%s.%N); c1=$(awk '{print $14+$15}' /proc/$SP/stat)
-  printf "%-16s committed %6.2f s = %7.0f rows/s  server cpu %6.2f s\n" "$(basename "$BIN")" \
-    "$(echo "$t1-$t0" | bc)" "$(echo "$ROWS/($t1-$t0)" | bc)" "$(echo "($c1-$c0)/100" | bc -l)"
+  hwm=$(awk '/VmHWM/ {print int($2/1024)}' /proc/$SP/status)
+  printf "%-16s committed %6.2f s = %7.0f rows/s  server cpu %6.2f s  peak rss %5d MiB\n" "$(basename "$BIN")" \
+    "$(echo "$t1-$t0" | bc)" "$(echo "$ROWS/($t1-$t0)" | bc)" "$(echo "($c1-$c0)/100" | bc -l)" "$hwm"
   stop_sundial
 done
 rm -rf $W
