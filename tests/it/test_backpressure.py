@@ -15,9 +15,8 @@ REQUESTS_PER_WRITER = 90
 # What stays bounded: memtables are refused at 2 × --memtable-mib; on top come the requests in flight
 # (4 bodies of ≈ 0.9 MiB, each parsed into batches several times its size), the flush's encode buffers and
 # the decoded footers of the segment files that compaction has not merged yet (≈ 0.6 MiB each here).
-# Measured on the debug build: +115–126 MiB over idle for 2.4 M and for 7.2 M rows alike with glibc's malloc,
-# +141–149 MiB with mimalloc 2 (a plateau, not a slope); with --memtable-mib 64 the same load's peak was
-# +168 MiB already at 2.4 M rows. mimalloc 3, which returns freed pages after 1 s, stood at +195–204 MiB.
+# Measured on the debug build: +115–126 MiB over idle for 2.4 M and for 7.2 M rows alike (a plateau, not a
+# slope); with --memtable-mib 64 the same load's peak was +168 MiB already at 2.4 M rows.
 RSS_GROWTH_MAX = 176 * 2**20
 
 

@@ -11,17 +11,6 @@ use clap::{Parser, Subcommand};
 
 use config::ServeArgs;
 
-/// The server's allocator: mimalloc (its version 2), not the system's. Answers are many small vectors and
-/// strings made on worker threads and freed on others, and the write path hands buffers between request
-/// tasks and the flush thread; glibc's per-thread arenas kept freed memory and spent more per call.
-/// Measured on TSBS 4,000 hosts x 12 h (bench/results/2026-11-25-xeon/{load-ab,query-cpu-ab}.sh): the
-/// load's peak RSS 957-975 -> 739-785 MiB at the same CPU, double-groupby-all's server CPU -20 %.
-/// mimalloc 3 did better on both (617-642 MiB, -32 %) but returns freed pages after 1 s instead of 10 ms:
-/// under backpressure (tests/it/test_backpressure.py) its peak stood 80 MiB higher. Only the binary
-/// chooses an allocator: the library crates leave an embedder's alone.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser, Debug)]
 #[command(name = "sundial", version, about = "Sundial: a time-series database with InfluxDB line protocol, InfluxQL and SQL")]
 struct Cli {
