@@ -398,9 +398,9 @@ impl Ctx<'_> {
 
         let group_at: Vec<Option<usize>> = self.group_tags.iter().map(|g| tags.iter().position(|t| t.as_str() == g)).collect();
         // Chunks are series. Grouped by sorting their indexes by group key, compared in place (a missing
-        // or null tag is '', as `group_key` has it): no key is built per chunk, only one per group. The
+        // or null tag is '', see `group_of`): no key is built per chunk, only one per group. The
         // sort is stable, so a group's chunks stay in chunk order.
-        let key_of = |c: u32| group_of(&chunks[c as usize], &group_at);
+        let key_of = |c: u32| group_of(&chunks[c as usize].tags, &group_at);
         let mut by_group: Vec<u32> = (0..chunks.len() as u32).collect();
         if !group_at.is_empty() {
             by_group.sort_by(|a, b| key_of(*a).cmp(key_of(*b)));
@@ -447,7 +447,8 @@ impl Ctx<'_> {
         let mut out = Vec::with_capacity(groups.len());
         for group in groups {
             // Per group, its rows: (time, chunk, row in the chunk).
-            let mut rows: Vec<(i64, u32, u32)> = Vec::new();
+            let n_rows = group.iter().map(|&c| chunks[c as usize].cells.len() / width).sum();
+            let mut rows: Vec<(i64, u32, u32)> = Vec::with_capacity(n_rows);
             for &c in group {
                 for (r, row) in chunks[c as usize].cells.chunks_exact(width).enumerate() {
                     let Cell::Time(t) = row[0] else { continue };
@@ -459,7 +460,7 @@ impl Ctx<'_> {
             } else {
                 rows.sort_by_key(|r| r.0);
             }
-            let key: Vec<String> = key_of(group[0]).map(str::to_string).collect();
+            let key = group_key(&chunks[group[0] as usize].tags, &group_at);
             if self.s.order_desc {
                 rows.reverse();
             }
@@ -800,24 +801,18 @@ fn series_chunks(rows: Vec<Vec<Cell>>, n_tags: usize) -> Vec<Chunk> {
     chunks
 }
 
-/// A chunk's group key as [`group_key`] makes it, borrowed: the value of each grouped tag at `at` in
-/// the chunk's tags, '' for a missing or null one.
-fn group_of<'c>(chunk: &'c Chunk, at: &'c [Option<usize>]) -> impl Iterator<Item = &'c str> + 'c {
-    at.iter().map(|i| match i.map(|i| &chunk.tags[i]) {
+/// A group key, borrowed from `cells` (a row, or a chunk's tags): the value of each grouped tag at its
+/// cell (`None`: a tag the measurement does not have); a missing or null tag is '', as InfluxDB has it.
+fn group_of<'c>(cells: &'c [Cell], at: &'c [Option<usize>]) -> impl Iterator<Item = &'c str> + 'c {
+    at.iter().map(|i| match i.map(|i| &cells[i]) {
         Some(Cell::String(v)) => &**v,
         _ => "",
     })
 }
 
-/// A row's group key: the value of each grouped tag at its cell (`None`: a tag the measurement does not
-/// have); a missing or null tag is '', as InfluxDB has it.
+/// [`group_of`], owned.
 fn group_key(row: &[Cell], at: &[Option<usize>]) -> Vec<String> {
-    at.iter()
-        .map(|i| match i.map(|i| &row[i]) {
-            Some(Cell::String(v)) => v.to_string(),
-            _ => String::new(),
-        })
-        .collect()
+    group_of(row, at).map(str::to_string).collect()
 }
 
 /// The start of the `time(interval, offset)` bucket holding `t`: buckets are aligned to the epoch plus
