@@ -120,22 +120,15 @@ pub fn render(results: &[StatementResult], epoch: Option<i64>) -> String {
                 // Two threads, half the series each (lastpoint's 4,000 one-row series, a 4,000-host
                 // rollup's): the read before already ran on both cores.
                 let (head, tail) = r.series.split_at(r.series.len() / 2);
-                let rest = std::thread::scope(|scope| {
-                    let other = scope.spawn(move || {
-                        let mut rest = String::with_capacity(cells * JSON_BYTES_PER_CELL / 2);
-                        render_series_list(&mut rest, tail, epoch);
-                        rest
-                    });
-                    render_series_list(&mut out, head, epoch);
-                    other.join()
-                });
-                match rest {
-                    Ok(rest) => {
-                        out.push(',');
-                        out.push_str(&rest);
-                    }
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
+                write_halves(
+                    &mut out,
+                    cells * JSON_BYTES_PER_CELL / 2,
+                    |out| render_series_list(out, head, epoch),
+                    |rest| {
+                        rest.push(',');
+                        render_series_list(rest, tail, epoch);
+                    },
+                );
             }
             out.push(']');
         }
@@ -147,6 +140,24 @@ pub fn render(results: &[StatementResult], epoch: Option<i64>) -> String {
     }
     out.push_str("]}");
     out
+}
+
+/// Writes the first half of an answer into `out` on this thread while another writes the second half
+/// into a string of `capacity` bytes, then appends that string (a panic on either side is re-raised).
+fn write_halves(out: &mut String, capacity: usize, head: impl FnOnce(&mut String), tail: impl FnOnce(&mut String) + Send) {
+    let rest = std::thread::scope(|scope| {
+        let other = scope.spawn(move || {
+            let mut rest = String::with_capacity(capacity);
+            tail(&mut rest);
+            rest
+        });
+        head(out);
+        other.join()
+    });
+    match rest {
+        Ok(rest) => out.push_str(&rest),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }
 
 /// `series`, comma-separated.
@@ -389,19 +400,12 @@ fn render_series<'s>(out: &mut String, s: &'s Series, columns: &mut Option<(&'s 
             } else {
                 let (head, tail) = g.order.split_at(g.order.len() / 2);
                 let epoch = w.epoch;
-                let rest = std::thread::scope(|scope| {
-                    let other = scope.spawn(move || {
-                        let mut rest = String::with_capacity(tail.len() * JSON_BYTES_PER_CELL * (1 + g.columns.len()));
-                        RowWriter::new(epoch).gathered(&mut rest, g, tail, false);
-                        rest
-                    });
-                    w.gathered(out, g, head, true);
-                    other.join()
-                });
-                match rest {
-                    Ok(rest) => out.push_str(&rest),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
+                write_halves(
+                    out,
+                    tail.len() * JSON_BYTES_PER_CELL * (1 + g.columns.len()),
+                    |out| w.gathered(out, g, head, true),
+                    |rest| RowWriter::new(epoch).gathered(rest, g, tail, false),
+                );
             }
             out.push(']');
         }

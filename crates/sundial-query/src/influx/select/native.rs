@@ -946,20 +946,10 @@ struct Folded {
 impl Folded {
     fn new(plan: &Plan) -> Self {
         let template: Vec<FieldAcc> = plan.scope.fields.iter().map(|(_, ty)| FieldAcc::new(*ty)).collect();
-        // Room for the (group, bucket)s a bounded range can have, up to a cap: a rollup of 720 buckets
-        // otherwise grows its index through seven rehashes.
         let (lo, hi) = (plan.scope.lo, plan.scope.hi);
-        let slots = match plan.bucket {
-            Some((interval, _)) if lo != i64::MIN && hi != i64::MAX => {
-                usize::try_from((hi.saturating_sub(lo) / interval).saturating_add(1)).unwrap_or(usize::MAX)
-            }
-            _ => 1,
-        };
-        let groups = plan.groups.len().max(1);
-        let all_slots = slots.saturating_mul(groups);
-        let slots = all_slots.min(FOLD_SLOTS_RESERVED_MAX);
-        // The buckets from the one holding `lo` to the one holding `hi`, when that range is bounded.
-        let dense = match plan.bucket {
+        // The buckets, from the one holding `lo` to the one holding `hi`, when the range is bounded
+        // (first bucket, interval, count); one bucket without GROUP BY time().
+        let buckets = match plan.bucket {
             None => Some((0, 1, 1)),
             Some((interval, offset)) if lo != i64::MIN && hi != i64::MAX => {
                 let base = bucket_start(lo, interval, offset);
@@ -968,9 +958,14 @@ impl Folded {
             }
             Some(_) => None,
         };
-        let index = match dense {
-            Some((base, interval, buckets)) if buckets.saturating_mul(groups) <= FOLD_DENSE_SLOTS_MAX => {
-                SlotIndex::Dense { base, interval, buckets, at: vec![u32::MAX; buckets * groups], spill: Default::default() }
+        let groups = plan.groups.len().max(1);
+        let all_slots = buckets.map_or(1, |(_, _, n)| n).saturating_mul(groups);
+        // Room for the (group, bucket)s a bounded range can have, up to a cap: a rollup of 720 buckets
+        // otherwise grows its index through seven rehashes.
+        let slots = all_slots.min(FOLD_SLOTS_RESERVED_MAX);
+        let index = match buckets {
+            Some((base, interval, buckets)) if all_slots <= FOLD_DENSE_SLOTS_MAX => {
+                SlotIndex::Dense { base, interval, buckets, at: vec![u32::MAX; all_slots], spill: Default::default() }
             }
             _ => SlotIndex::Hash(foldhash::HashMap::with_capacity_and_hasher(slots, Default::default())),
         };
