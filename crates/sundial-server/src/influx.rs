@@ -308,6 +308,25 @@ impl<'s> RowWriter<'s> {
         self.tags.put_runs(runs);
     }
 
+    /// `,"values":[...]` of rows of cells.
+    fn rows<'r>(&mut self, out: &mut String, rows: impl Iterator<Item = &'r [Cell]>) {
+        out.push_str(",\"values\":[");
+        for (i, row) in rows.enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push('[');
+            for (j, c) in row.iter().enumerate() {
+                if j > 0 {
+                    out.push(',');
+                }
+                self.cell(out, c);
+            }
+            out.push(']');
+        }
+        out.push(']');
+    }
+
     fn cell(&mut self, out: &mut String, c: &Cell) {
         match c {
             Cell::Null | Cell::List(_) => out.push_str("null"),
@@ -376,23 +395,8 @@ fn render_series<'s>(out: &mut String, s: &'s Series, columns: &mut Option<(&'s 
     }
     match &s.values {
         None => {}
-        Some(Values::Rows(values)) => {
-            out.push_str(",\"values\":[");
-            for (i, row) in values.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push('[');
-                for (j, c) in row.iter().enumerate() {
-                    if j > 0 {
-                        out.push(',');
-                    }
-                    w.cell(out, c);
-                }
-                out.push(']');
-            }
-            out.push(']');
-        }
+        Some(Values::Rows(values)) => w.rows(out, values.iter().map(Vec::as_slice)),
+        Some(Values::Flat(values)) => w.rows(out, values.iter()),
         Some(Values::Gathered(g)) => {
             out.push_str(",\"values\":[");
             if g.order.len() < PARALLEL_WRITE_ROWS_MIN {

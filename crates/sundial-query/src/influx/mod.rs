@@ -25,7 +25,7 @@ pub mod values;
 use std::sync::Arc;
 
 pub use cell::Cell;
-pub use values::Values;
+pub use values::{FlatRows, Values};
 
 use crate::QueryEngine;
 use crate::influxql::{self, ParseError, Statement};
