@@ -45,6 +45,12 @@ pub const PACK_SERIES_MAX: usize = 1024;
 /// of ten numeric columns is about 400 KB decoded, so this keeps some 40 of them.
 pub const DECODED_PACKS_BYTES_MAX: usize = 16 * 1024 * 1024;
 
+/// Memory for blocks' hour-statistics chunks, all open segments together (`segment.rs`, `HOUR_CHUNKS`):
+/// the chunks read last, checksummed, so that a rollup asked again reads no file. A 12-hour block of
+/// ten float columns has a chunk of about 3 KB: this keeps some 20,000 blocks' (TSBS's 4,000 hosts
+/// over 5 days).
+pub const HOUR_CHUNKS_BYTES_MAX: usize = 64 * 1024 * 1024;
+
 /// Rows of one pack a reader accepts (the writer stays below `PACK_ROWS_TARGET + PACK_BLOCK_ROWS_MAX`).
 pub const PACK_ROWS_MAX: usize = 1 << 16;
 
