@@ -1840,7 +1840,9 @@ impl Segment {
     /// the columns `cols`, into `out` (reused from block to block). `b` must have them (`b.hours`).
     pub fn read_hours(&self, b: &BlockMeta, cols: &[(ColId, FieldType)], hours: std::ops::Range<i64>, out: &mut HourStats) -> Result<()> {
         let c = b.hours.as_ref().expect("a block with hour statistics");
-        self.stored_cols(b, cols)?;
+        for col in cols {
+            self.stored_col(b, col)?;
+        }
         let key = (self.number, c.offset);
         let cached = HOUR_CHUNKS.lock().map.get(&key).cloned();
         let bytes = match cached {
@@ -1894,16 +1896,19 @@ impl Segment {
     /// The stored column of `b` for each requested `(column, catalog type)`, `None` where `b` has no
     /// value; a stored type other than the catalog's is corrupt.
     fn stored_cols<'b>(&self, b: &'b BlockMeta, cols: &[(ColId, FieldType)]) -> Result<Vec<Option<&'b ColMeta>>> {
-        cols.iter()
-            .map(|(col, ty)| match b.col(*col) {
-                Some(m) if m.ty != *ty => Err(Error::Corrupt {
-                    path: self.path.clone(),
-                    offset: m.chunk.offset,
-                    what: format!("column {col} stored as {:?}, catalog says {ty:?}", m.ty),
-                }),
-                m => Ok(m),
-            })
-            .collect()
+        cols.iter().map(|c| self.stored_col(b, c)).collect()
+    }
+
+    /// [`Segment::stored_cols`] of one column.
+    fn stored_col<'b>(&self, b: &'b BlockMeta, (col, ty): &(ColId, FieldType)) -> Result<Option<&'b ColMeta>> {
+        match b.col(*col) {
+            Some(m) if m.ty != *ty => Err(Error::Corrupt {
+                path: self.path.clone(),
+                offset: m.chunk.offset,
+                what: format!("column {col} stored as {:?}, catalog says {ty:?}", m.ty),
+            }),
+            m => Ok(m),
+        }
     }
 
     /// Block `b`'s decoded timestamps are what its index entry says: `n_rows` of them, strictly
