@@ -650,7 +650,7 @@ impl Ctx<'_> {
                 // allocated once rather than grown through doublings.
                 let run = rows.iter().skip(i).take(GROUP_ROWS_RESERVED_MAX).take_while(|r| same_cells(&r[..n_tags], &row[..n_tags])).count();
                 if let Some((_, key, g)) = open.replace((row[..n_tags].to_vec(), key, GroupRows::with_capacity(run, stride))) {
-                    add_buckets(&mut groups, key, g, stride);
+                    add_buckets(&mut groups, key, g);
                 }
             }
             values.clear();
@@ -658,14 +658,12 @@ impl Ctx<'_> {
             let point_time = if single_selector { values[0].1 } else { None };
             // The output row, the time in front: the bucket's start (without GROUP BY time(), set below).
             if let Some((_, _, g)) = open.as_mut() {
-                g.buckets.push((bucket, g.cells.len() / stride, point_time));
-                g.cells.push(Cell::Time(bucket));
-                g.cells.extend(outs.iter().map(|o| o.eval(&values)));
+                g.push(bucket, point_time, outs.iter().map(|o| o.eval(&values)));
             }
         }
         drop(rows);
         if let Some((_, key, g)) = open {
-            add_buckets(&mut groups, key, g, stride);
+            add_buckets(&mut groups, key, g);
         }
         if groups.is_empty() {
             return Ok(Vec::new());
@@ -680,8 +678,8 @@ impl Ctx<'_> {
             let mut out = Vec::new();
             for (key, mut g) in groups {
                 let mut rows = Vec::new();
-                for (_, at, point_time) in g.buckets {
-                    let mut cells: Vec<Cell> = g.cells[at * stride..(at + 1) * stride].iter_mut().map(take_cell).collect();
+                for (_, at, point_time) in std::mem::take(&mut g.buckets) {
+                    let mut cells: Vec<Cell> = g.row_mut(at).iter_mut().map(take_cell).collect();
                     cells[0] = Cell::Time(point_time.unwrap_or(t0));
                     if multi_row {
                         rows.extend(multi_rows(&cells[0], &cells[1]));
@@ -723,14 +721,14 @@ impl Ctx<'_> {
                     .buckets
                     .iter()
                     .filter(|b| times.binary_search(&b.0).is_ok())
-                    .flat_map(|(t, at, _)| multi_rows(&Cell::Time(*t), &g.cells[at * stride + 1]))
+                    .flat_map(|(t, at, _)| multi_rows(&Cell::Time(*t), &g.row(*at)[1]))
                     .collect();
                 if self.s.order_desc {
                     rows.reverse();
                 }
                 Values::Rows(self.limit_offset(rows))
             } else {
-                let mut rows = fill_buckets(&times, &mut g, stride, fill, &counts);
+                let mut rows = fill_buckets(&times, &mut g, fill, &counts);
                 if self.s.order_desc {
                     rows.reverse();
                 }
@@ -746,13 +744,15 @@ impl Ctx<'_> {
 }
 
 /// One bucket of a group: its start (0 without `GROUP BY time()`), which of the group's output rows
-/// ([`GroupRows::cells`]) is its, and the selected point's time (a lone selector's answer shows it).
+/// ([`GroupRows::row`]) is its, and the selected point's time (a lone selector's answer shows it).
 type Bucket = (i64, usize, Option<i64>);
 
 /// A group's buckets and their output rows (the time, then a cell per output field), one after the
 /// other in one vector: a 4,000-host hourly rollup is 48,000 rows, once made, written and freed one
 /// vector each. In the common case the rows are the answer's as they are ([`fill_buckets`]).
 struct GroupRows {
+    /// Cells per row.
+    stride: usize,
     buckets: Vec<Bucket>,
     cells: Vec<Cell>,
 }
@@ -762,7 +762,28 @@ const GROUP_ROWS_RESERVED_MAX: usize = 1024;
 
 impl GroupRows {
     fn with_capacity(rows: usize, stride: usize) -> GroupRows {
-        GroupRows { buckets: Vec::with_capacity(rows), cells: Vec::with_capacity(rows * stride) }
+        GroupRows { stride, buckets: Vec::with_capacity(rows), cells: Vec::with_capacity(rows * stride) }
+    }
+
+    /// Rows held (a bucket's row is one of `0..rows()`).
+    fn rows(&self) -> usize {
+        self.cells.len() / self.stride
+    }
+
+    fn row(&self, at: usize) -> &[Cell] {
+        &self.cells[at * self.stride..(at + 1) * self.stride]
+    }
+
+    fn row_mut(&mut self, at: usize) -> &mut [Cell] {
+        &mut self.cells[at * self.stride..(at + 1) * self.stride]
+    }
+
+    /// Adds bucket `bucket`'s row: its time, then `fields` (`stride - 1` cells).
+    fn push(&mut self, bucket: i64, point_time: Option<i64>, fields: impl Iterator<Item = Cell>) {
+        self.buckets.push((bucket, self.rows(), point_time));
+        self.cells.push(Cell::Time(bucket));
+        self.cells.extend(fields);
+        debug_assert_eq!(self.cells.len() % self.stride, 0, "rows of {} cells", self.stride);
     }
 }
 
@@ -782,17 +803,16 @@ fn take_cell(c: &mut Cell) -> Cell {
     std::mem::replace(c, Cell::Null)
 }
 
-/// Adds a group's buckets (rows of `stride` cells) to `groups`: moved in whole when the group is new
-/// (the common case, rows arrive group by group), appended when part of it came earlier
-/// ([`sort_buckets`] orders them).
-fn add_buckets(groups: &mut BTreeMap<Vec<String>, GroupRows>, key: Vec<String>, mut g: GroupRows, stride: usize) {
+/// Adds a group's buckets to `groups`: moved in whole when the group is new (the common case, rows
+/// arrive group by group), appended when part of it came earlier ([`sort_buckets`] orders them).
+fn add_buckets(groups: &mut BTreeMap<Vec<String>, GroupRows>, key: Vec<String>, mut g: GroupRows) {
     match groups.entry(key) {
         std::collections::btree_map::Entry::Vacant(e) => {
             e.insert(g);
         }
         std::collections::btree_map::Entry::Occupied(mut e) => {
-            let had = e.get().cells.len() / stride;
             let into = e.get_mut();
+            let had = into.rows();
             into.buckets.extend(g.buckets.iter().map(|&(t, at, p)| (t, had + at, p)));
             into.cells.append(&mut g.cells);
         }
@@ -872,18 +892,19 @@ fn multi_rows(time: &Cell, values: &Cell) -> Vec<Vec<Cell>> {
 }
 
 /// Every bucket of `times` for one series: present buckets as computed (their rows moved out of
-/// `g`, `stride` cells each), empty ones (and empty cells) per `fill`. `counts[i]` marks `count()`
+/// `g`), empty ones (and empty cells) per `fill`. `counts[i]` marks `count()`
 /// columns, which read 0 where there was nothing to count. When `g` holds exactly the buckets of
 /// `times` in order (a group with a row in every bucket), its rows are the answer, filled in place.
 /// `fill(linear)`, which reads the neighbours, goes through [`fill_linear`]. `g.buckets` are in time
 /// order.
-fn fill_buckets(times: &[i64], g: &mut GroupRows, stride: usize, fill: Fill, counts: &[bool]) -> FlatRows {
+fn fill_buckets(times: &[i64], g: &mut GroupRows, fill: Fill, counts: &[bool]) -> FlatRows {
     if matches!(fill, Fill::Linear) {
-        return fill_linear(times, &g.buckets, &g.cells, stride);
+        return fill_linear(times, g);
     }
+    let stride = g.stride;
     let mut previous: Vec<Cell> = if matches!(fill, Fill::Previous) { vec![Cell::Null; stride - 1] } else { Vec::new() };
     let complete = g.buckets.len() == times.len()
-        && g.cells.len() == times.len() * stride
+        && g.rows() == times.len()
         && g.buckets.iter().zip(times).enumerate().all(|(i, (b, t))| b.0 == *t && b.1 == i);
     if complete && !matches!(fill, Fill::None) {
         for row in g.cells.chunks_exact_mut(stride) {
@@ -892,14 +913,15 @@ fn fill_buckets(times: &[i64], g: &mut GroupRows, stride: usize, fill: Fill, cou
         return FlatRows::from_cells(stride, std::mem::take(&mut g.cells));
     }
     // Both are in time order: one walk instead of a lookup per bucket.
-    let mut present = g.buckets.iter().peekable();
+    let buckets = std::mem::take(&mut g.buckets);
+    let mut present = buckets.iter().peekable();
     let mut out = FlatRows::with_capacity(stride, times.len());
     for &t in times {
         while present.next_if(|b| b.0 < t).is_some() {}
         let cells = out.cells();
         let start = cells.len();
         match present.next_if(|b| b.0 == t) {
-            Some(&(_, at, _)) => cells.extend(g.cells[at * stride..(at + 1) * stride].iter_mut().map(take_cell)),
+            Some(&(_, at, _)) => cells.extend(g.row_mut(at).iter_mut().map(take_cell)),
             None => {
                 cells.push(Cell::Time(t));
                 cells.resize(start + stride, Cell::Null);
@@ -935,15 +957,16 @@ fn fill_row(row: &mut [Cell], fill: Fill, counts: &[bool], previous: &mut [Cell]
 
 /// [`fill_buckets`] for `fill(linear)`: an empty cell is interpolated between the nearest buckets around
 /// it that have one.
-fn fill_linear(times: &[i64], buckets: &[Bucket], rows: &[Cell], stride: usize) -> FlatRows {
+fn fill_linear(times: &[i64], g: &GroupRows) -> FlatRows {
+    let stride = g.stride;
     // Rows as cells of the output fields only (the time left off).
     let empty_row = vec![Cell::Null; stride - 1];
-    let mut present = buckets.iter().peekable();
+    let mut present = g.buckets.iter().peekable();
     let cells: Vec<&[Cell]> = times
         .iter()
         .map(|t| {
             while present.next_if(|b| b.0 < *t).is_some() {}
-            present.next_if(|b| b.0 == *t).map_or(&empty_row[..], |b| &rows[b.1 * stride + 1..(b.1 + 1) * stride])
+            present.next_if(|b| b.0 == *t).map_or(&empty_row[..], |b| &g.row(b.1)[1..])
         })
         .collect();
     let mut out = FlatRows::with_capacity(stride, times.len());

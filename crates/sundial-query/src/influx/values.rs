@@ -28,7 +28,7 @@ pub enum Values {
 
 /// Rows of equal width in one vector: an answer of thousands of rows is one allocation, not one per
 /// row (a 720-bucket rollup spent a fifth of its CPU allocating and freeing).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct FlatRows {
     width: usize,
     cells: Vec<Cell>,
@@ -54,10 +54,6 @@ impl FlatRows {
         let width = rows.first().map_or(0, Vec::len);
         debug_assert!(rows.iter().all(|r| r.len() == width), "rows of one width");
         FlatRows { width, cells: rows.into_iter().flatten().collect() }
-    }
-
-    pub fn width(&self) -> usize {
-        self.width
     }
 
     pub fn len(&self) -> usize {
