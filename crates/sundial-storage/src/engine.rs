@@ -1138,6 +1138,16 @@ fn block_hours(b: &BlockMeta, range: &std::ops::Range<i64>) -> Option<std::ops::
     (!r.is_empty()).then_some(r)
 }
 
+/// Which hours of a block [`TableSnapshot::scan_blocks_where`] reads: those whose statistics show a row
+/// may meet the scan's condition (TSBS's `usage_user > 90` over an hour whose maximum is 85 is skipped).
+pub struct HourFilter<'a> {
+    /// The columns whose hour statistics `keep` reads, in the order [`HourStats::cols`] holds them.
+    pub cols: &'a [(ColId, FieldType)],
+    /// Whether hour `k` of `stats` (a block of the series) may hold a row the scan wants. A column's
+    /// statistics that are not `exact` tell nothing: such an hour must be kept.
+    pub keep: &'a mut dyn FnMut(SeriesId, &HourStats, usize) -> bool,
+}
+
 /// A piece of a series' rows from [`TableSnapshot::scan_hours`].
 pub enum Piece<'a> {
     /// Rows, as [`TableSnapshot::scan`] hands them out.
@@ -1229,7 +1239,7 @@ impl TableSnapshot {
         f: impl FnMut(Piece<'_>),
     ) -> Result<()> {
         let cache = series.len() <= limits::SCAN_CACHED_SERIES_MAX;
-        self.scan_pieces(series, cache, |_, _| true, Some(&mut accept), f)
+        self.scan_pieces(series, cache, |_, _| true, Some(&mut accept), None, f)
     }
 
     /// [`TableSnapshot::scan`] without the rows of the blocks `keep` refuses, from their statistics
@@ -1238,13 +1248,22 @@ impl TableSnapshot {
     /// (no other source overlaps it, no tombstone hides rows of the series): its rows there are the
     /// answer's rows, so its statistics are theirs (over the whole block, a superset of the range).
     /// Other sources are read as `scan` reads them.
+    ///
+    /// With `hours`, such a block with [hour statistics](crate::hours) is read only in the hours of the
+    /// range that `hours.keep` takes from them (the pages between skipped, not decoded): the rows of the
+    /// other hours are left out as a refused block's are.
     pub fn scan_blocks_where(
         &self,
         series: &[SeriesId],
         keep: impl FnMut(SeriesId, &BlockMeta) -> bool,
-        f: impl FnMut(RowsRef<'_>),
+        hours: Option<HourFilter<'_>>,
+        mut f: impl FnMut(RowsRef<'_>),
     ) -> Result<()> {
-        self.scan_with(series, series.len() <= limits::SCAN_CACHED_SERIES_MAX, keep, f)
+        let cache = series.len() <= limits::SCAN_CACHED_SERIES_MAX;
+        self.scan_pieces(series, cache, keep, None, hours, |p| match p {
+            Piece::Rows(r) => f(r),
+            Piece::Hours(_) => unreachable!("no hour statistics without `accept`"),
+        })
     }
 
     /// [`TableSnapshot::scan_blocks_where`], caching the block-index groups it decodes or not.
@@ -1255,7 +1274,7 @@ impl TableSnapshot {
         keep: impl FnMut(SeriesId, &BlockMeta) -> bool,
         mut f: impl FnMut(RowsRef<'_>),
     ) -> Result<()> {
-        self.scan_pieces(series, cache_groups, keep, None, |p| match p {
+        self.scan_pieces(series, cache_groups, keep, None, None, |p| match p {
             Piece::Rows(r) => f(r),
             Piece::Hours(_) => unreachable!("no hour statistics without `accept`"),
         })
@@ -1270,8 +1289,10 @@ impl TableSnapshot {
         cache_groups: bool,
         mut keep: impl FnMut(SeriesId, &BlockMeta) -> bool,
         mut accept: Option<&mut dyn FnMut(&HourStats) -> bool>,
+        mut hour_filter: Option<HourFilter<'_>>,
         mut f: impl FnMut(Piece<'_>),
     ) -> Result<()> {
+        assert!(accept.is_none() || hour_filter.is_none(), "hour statistics are handed out or filter rows, not both");
         if self.ts_min > self.ts_max {
             return Ok(()); // e.g. a range wholly before the retention cutoff
         }
@@ -1283,6 +1304,7 @@ impl TableSnapshot {
         let mut runs: Vec<(i64, i64, Source)> = Vec::new();
         let mut owned = SeriesRows::default();
         let mut hour_stats = HourStats::default();
+        let (mut spans, mut pieces): (Vec<(i64, i64)>, Vec<SeriesRows>) = (Vec::new(), Vec::new());
         let range_hours = hours::whole(self.ts_min, self.ts_max);
         for (k, &s) in series.iter().enumerate() {
             debug_assert!(k == 0 || series[k - 1] < s, "series ascending");
@@ -1329,6 +1351,18 @@ impl TableSnapshot {
                         if !keep(s, b) {
                             continue;
                         }
+                        if let Some(hf) = hour_filter.as_mut()
+                            && b.hours.is_some()
+                            && b.pack.is_none()
+                            && !self.kept_hours(&self.segments[i], b, hf, &mut hour_stats, &mut spans)?
+                        {
+                            pieces.clear();
+                            self.segments[i].read_block_spans(b, &spans, &self.cols, &mut pieces)?;
+                            for r in pieces.iter().filter(|r| !r.ts.is_empty()) {
+                                f(Piece::Rows(RowsRef::of(r)));
+                            }
+                            continue;
+                        }
                         if let Some(accept) = accept.as_mut()
                             && let Some(whole) = block_hours(b, &range_hours)
                         {
@@ -1362,6 +1396,31 @@ impl TableSnapshot {
             }
         }
         Ok(())
+    }
+
+    /// Into `spans`, the time spans (merged, ascending) of block `b` inside the range made of the hours
+    /// `hf` keeps, from the block's hour statistics; `true` when it keeps every hour the block touches
+    /// there (the block is then read as usual). An hour's statistics cover all of the block's rows in
+    /// that hour, more than the range's when it cuts the hour: keeping an hour is a "may hold".
+    fn kept_hours(&self, seg: &Segment, b: &BlockMeta, hf: &mut HourFilter<'_>, stats: &mut HourStats, spans: &mut Vec<(i64, i64)>) -> Result<bool> {
+        let (lo, hi) = (b.ts_min.max(self.ts_min), b.ts_max.min(self.ts_max));
+        let touched = hours::touched(lo, hi);
+        seg.read_hours(b, hf.cols, touched.clone(), stats)?;
+        spans.clear();
+        let mut all = true;
+        for (k, h) in touched.enumerate() {
+            if !(hf.keep)(b.series, stats, k) {
+                all = false;
+                continue;
+            }
+            let start = h.saturating_mul(hours::HOUR_NS).max(lo);
+            let end = h.saturating_add(1).saturating_mul(hours::HOUR_NS).saturating_sub(1).min(hi);
+            match spans.last_mut() {
+                Some(last) if last.1.saturating_add(1) >= start => last.1 = end,
+                _ => spans.push((start, end)),
+            }
+        }
+        Ok(all)
     }
 
     /// Every series with rows in this snapshot (in any source), ascending. Used when no tag filter

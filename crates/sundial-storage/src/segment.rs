@@ -1810,30 +1810,52 @@ impl Segment {
         if b.pack.is_some() {
             return self.read_packed_block(b, ts_min, ts_max, cols);
         }
+        let mut out = Vec::with_capacity(1);
+        self.read_block_spans(b, &[(ts_min, ts_max)], cols, &mut out)?;
+        Ok(out.pop().expect("one span, one piece"))
+    }
+
+    /// [`Segment::read_block`] of each of `spans` (ascending and disjoint time ranges) of a block that is
+    /// not packed, into `out` (one piece per span, in span order, possibly without rows): its chunks are
+    /// read, and its timestamps decoded, once. A paged column decodes just the pages holding a span's
+    /// rows, so spans skip the pages between them (see [`crate::engine::HourFilter`]).
+    pub fn read_block_spans(&self, b: &BlockMeta, spans: &[(i64, i64)], cols: &[(ColId, FieldType)], out: &mut Vec<SeriesRows>) -> Result<()> {
+        assert!(b.pack.is_none(), "spans of a packed block");
+        assert!(spans.windows(2).all(|w| w[0].0 <= w[0].1 && w[0].1 < w[1].0), "spans ascending and disjoint");
+        let (Some(first), Some(last)) = (spans.first(), spans.last()) else { return Ok(()) };
         let corrupt = |offset: u64, what: String| Error::Corrupt { path: self.path.clone(), offset, what };
         let n = b.n_rows as usize;
         let stored = self.stored_cols(b, cols)?;
         // The timestamps' chunk, then the stored columns', in one read where they are close.
         let refs: Vec<&ChunkRef> = std::iter::once(&b.ts_chunk).chain(stored.iter().flatten().map(|m| &m.chunk)).collect();
         let bytes = self.read_chunks(&refs)?;
-        let (ts, start, end) = self.block_ts(b, bytes.get(0), ts_min, ts_max)?;
-        let mut out = Vec::with_capacity(cols.len());
-        let mut k = 0;
-        for (col, m) in cols.iter().map(|c| c.0).zip(stored) {
-            let Some(m) = m else {
-                out.push(None);
-                continue;
-            };
-            k += 1;
-            // Only the rows in range: a paged column decodes just the pages holding them.
-            let (c, valid) = codec::decode_column_rows(bytes.get(k), m.ty, n, self.version, start..end)
-                .map_err(|e| corrupt(m.chunk.offset, format!("column {col} (segment version {}): {e}", self.version)))?;
-            if c.len() != end - start || c.values.len() != end - start || valid != m.stats.count as usize {
-                return Err(corrupt(m.chunk.offset, format!("column {col} disagrees with the block index")));
+        // The timestamps from the first span's start to the last one's end: rows `base..` of the block.
+        let (mut all_ts, base, _) = self.block_ts(b, bytes.get(0), first.0, last.1)?;
+        for &(lo, hi) in spans {
+            let (a, z) = (all_ts.partition_point(|t| *t < lo), all_ts.partition_point(|t| *t <= hi));
+            let z = z.max(a);
+            let (start, end) = (base + a, base + z);
+            let mut piece = Vec::with_capacity(cols.len());
+            let mut k = 0;
+            for (col, m) in cols.iter().map(|c| c.0).zip(&stored) {
+                let Some(m) = m else {
+                    piece.push(None);
+                    continue;
+                };
+                k += 1;
+                // Only the rows in range: a paged column decodes just the pages holding them.
+                let (c, valid) = codec::decode_column_rows(bytes.get(k), m.ty, n, self.version, start..end)
+                    .map_err(|e| corrupt(m.chunk.offset, format!("column {col} (segment version {}): {e}", self.version)))?;
+                if c.len() != end - start || c.values.len() != end - start || valid != m.stats.count as usize {
+                    return Err(corrupt(m.chunk.offset, format!("column {col} disagrees with the block index")));
+                }
+                piece.push(Some(c));
             }
-            out.push(Some(c));
+            // One span is all of them (rows `a..z` = every one): moved, not copied.
+            let ts = if spans.len() == 1 { std::mem::take(&mut all_ts) } else { all_ts[a..z].to_vec() };
+            out.push(SeriesRows { series: b.series, ts, cols: piece });
         }
-        Ok(SeriesRows { series: b.series, ts, cols: out })
+        Ok(())
     }
 
     /// Block `b`'s hour statistics ([`crate::hours`]) for `hours` (hour numbers, inside the block's) and

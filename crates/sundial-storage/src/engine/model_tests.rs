@@ -281,6 +281,7 @@ impl Harness {
                         refused += usize::from(!may_meet(b));
                         may_meet(b)
                     },
+                    None,
                     |r| {
                         let host = host_of(r.series);
                         for (i, ts) in r.ts.iter().enumerate() {

@@ -329,3 +329,53 @@ fn series_keys_find_series_across_writes_and_never_a_dropped_table() {
     e.write("db", &[keyed("cpu,host=b", "b", 6, 6), keyed("cpu,host=a", "a", 6, 7)]).unwrap();
     assert_eq!(read_all(&e, "db"), vec![a(6, 7), b(6, 6)]);
 }
+
+/// `scan_blocks_where` with an [`HourFilter`]: a block is read only in the hours whose statistics may
+/// hold a wanted row (here `v > 90`, in hours 1 and 4 of six), every wanted row is still found, and
+/// ranges cutting hours, or holding none of the kept ones, read only what they should.
+#[test]
+fn scan_reads_only_the_hours_the_filter_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    const H: i64 = hours::HOUR_NS;
+    let (t0, step) = (1000 * H + 7_000_000_000, 5_000_000_000i64); // 7 s past an hour, every 5 s
+    let n = 6 * H / step;
+    let hour = |i: i64| (t0 + i * step).div_euclid(H) - t0.div_euclid(H);
+    let v = |i: i64| if (hour(i) == 1 || hour(i) == 4) && i % 50 == 7 { 95 } else { i % 80 };
+    let points: Vec<_> = (0..n).map(|i| point("cpu", "a", t0 + i * step, v(i))).collect();
+    e.write("db", &points).unwrap();
+    e.flush().unwrap();
+    let (db, t, cols) = {
+        let cat = e.catalog();
+        let d = cat.db("db").unwrap();
+        let t = d.table("cpu").unwrap();
+        (d.id, t.id, vec![(t.column("v").unwrap().id, FieldType::Integer)])
+    };
+    for (lo, hi) in [(i64::MIN, i64::MAX), (t0 + H / 2, t0 + 4 * H + H / 3), (t0 + 2 * H, t0 + 3 * H), (t0 + 4 * H + 60 * step, t0 + 4 * H + 61 * step)] {
+        let snap = e.snapshot(db, t, &[0], lo, hi, &cols);
+        let mut keep = |_: SeriesId, h: &HourStats, k: usize| {
+            let c = &h.cols[0];
+            assert!(c.exact, "integer statistics of every hour");
+            c.count[k] > 0 && c.max[k] as i64 > 90
+        };
+        let (mut handed, mut found) = (0, Vec::new());
+        snap.scan_blocks_where(&[0], |_, _| true, Some(HourFilter { cols: &cols, keep: &mut keep }), |r| {
+            handed += r.ts.len();
+            for (i, ts) in r.ts.iter().enumerate() {
+                assert!(lo <= *ts && *ts <= hi, "{ts} outside [{lo}, {hi}]");
+                if let Some(Value::Integer(x)) = r.col(0).and_then(|c| c.get(r.offset + i))
+                    && x > 90
+                {
+                    found.push(*ts);
+                }
+            }
+        })
+        .unwrap();
+        let inside = |i: &i64| (lo..=hi).contains(&(t0 + i * step));
+        let want: Vec<i64> = (0..n).filter(|i| v(*i) > 90 && inside(i)).map(|i| t0 + i * step).collect();
+        assert_eq!(found, want, "[{lo}, {hi}]");
+        let kept = (0..n).filter(|i| matches!(hour(*i), 1 | 4) && inside(i)).count();
+        assert_eq!(handed, kept, "[{lo}, {hi}]: rows handed out, those of the kept hours");
+    }
+}
