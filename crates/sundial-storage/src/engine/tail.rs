@@ -120,9 +120,16 @@ impl TailSnapshot {
     /// and most answers come from block statistics alone, so a column pair per source per series was
     /// most of its cost.
     pub fn read_last(&self, series: SeriesId) -> Result<Option<LastRow>> {
+        let mut last = LastRow { ts: 0, values: Vec::new() };
+        Ok(self.read_last_into(series, &mut last)?.then_some(last))
+    }
+
+    /// [`Self::read_last`] into `last` (its vector reused from series to series: the "lastpoint" query
+    /// reads 4,000 of them); `false`, and `last` unspecified, when the series has no row in the range.
+    pub fn read_last_into(&self, series: SeriesId, last: &mut LastRow) -> Result<bool> {
         assert_eq!(self.n, 1, "read_last is a tail of one row");
         let cols = &self.snap.cols;
-        let mut last: Option<LastRow> = None;
+        let mut found = false;
         // Sources come oldest write first, as `rows::merge` takes them: at the newest time, each column
         // takes the newest source's non-null value.
         self.sources(series, &mut |src| {
@@ -139,19 +146,23 @@ impl TailSnapshot {
                     Source::Stats(b) => stats_value(b, cols[j]),
                 }
             };
-            match &mut last {
-                Some(l) if ts < l.ts => {}
-                Some(l) if ts == l.ts => {
-                    for (j, slot) in l.values.iter_mut().enumerate() {
-                        if let Some(v) = value(j) {
-                            *slot = Some(v);
-                        }
+            if found && ts < last.ts {
+                return;
+            }
+            if found && ts == last.ts {
+                for (j, slot) in last.values.iter_mut().enumerate() {
+                    if let Some(v) = value(j) {
+                        *slot = Some(v);
                     }
                 }
-                _ => last = Some(LastRow { ts, values: (0..cols.len()).map(value).collect() }),
+                return;
             }
+            found = true;
+            last.ts = ts;
+            last.values.clear();
+            last.values.extend((0..cols.len()).map(value));
         })?;
-        Ok(last)
+        Ok(found)
     }
 
     /// Calls `found` with every source that may hold the series' last `n` rows in the range, oldest

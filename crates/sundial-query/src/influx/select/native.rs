@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use regex::Regex;
 use sundial_storage::Engine;
-use sundial_storage::engine::{HourFilter, Piece};
+use sundial_storage::engine::{HourFilter, LastRow, Piece};
 use sundial_storage::hours::{HOUR_NS, HourCol, HourStats};
 use sundial_storage::catalog::{Catalog, ColId, ColumnKind, DbId, SeriesId, TableCatalog, TableId};
 use sundial_storage::rows::RowsRef;
@@ -1487,8 +1487,9 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
         return full_rows(plan, &snap, series, series_tags);
     };
     let tail = engine.snapshot_tail(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields, n);
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(series.len());
     let mut n_rows = 0usize;
+    let mut last = LastRow { ts: 0, values: Vec::new() };
     for (sid, tags) in series.iter().zip(series_tags) {
         let residual = plan.pred.residual(&|c| tag_value(plan, &tags, c));
         if matches!(residual, Pred::Const(false)) {
@@ -1497,7 +1498,9 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
         let mut cells = Vec::new();
         if n == 1 && matches!(residual, Pred::Const(true)) {
             // The last row alone (TSBS's lastpoint): no columns built, mostly from block statistics.
-            let Some(last) = tail.read_last(*sid).map_err(|e| e.to_string())? else { continue };
+            if !tail.read_last_into(*sid, &mut last).map_err(|e| e.to_string())? {
+                continue;
+            }
             let selected = &last.values[..plan.selected];
             if selected.iter().all(Option::is_none) {
                 continue;
@@ -1506,6 +1509,7 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
                 return Err(too_many_rows());
             }
             n_rows += 1;
+            cells.reserve_exact(1 + selected.len());
             cells.push(Cell::Time(last.ts));
             cells.extend(selected.iter().map(|v| v.as_ref().map_or(Cell::Null, value_cell)));
         } else {
