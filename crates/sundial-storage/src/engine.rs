@@ -129,6 +129,9 @@ pub struct EngineConfig {
     pub block_index_cache_bytes: usize,
     /// Most series per database (0: no limit); see [`Catalog::set_series_per_database_max`].
     pub series_per_database_max: u64,
+    /// After open, decode the segments' block-index groups into the cache in the background (newest
+    /// partitions first) until it holds half its capacity ([`Engine::open`]). Default on.
+    pub warm_block_index: bool,
 }
 
 /// Where the engine reads the time (nanoseconds since the Unix epoch).
@@ -181,6 +184,7 @@ impl EngineConfig {
             catalog_log_rewrite_bytes_min: limits::CATALOG_LOG_REWRITE_BYTES_MIN,
             block_index_cache_bytes: limits::BLOCK_INDEX_CACHE_BYTES_DEFAULT,
             series_per_database_max: 0,
+            warm_block_index: true,
         }
     }
 }
@@ -274,6 +278,7 @@ pub struct Engine {
     inner: Arc<Inner>,
     flusher: Option<JoinHandle<()>>,
     compactors: Vec<JoinHandle<()>>,
+    warmer: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -418,7 +423,13 @@ impl Engine {
                 .map_err(io(&dir))?;
             compactors.push(t);
         }
-        Ok(Engine { inner, flusher: Some(flusher), compactors })
+        let warmer = if inner.config.warm_block_index && inner.segments.read().values().any(|v| !v.is_empty()) {
+            let worker = inner.clone();
+            Some(std::thread::Builder::new().name("sundial-warm".into()).spawn(move || worker.warm_block_index()).map_err(io(&dir))?)
+        } else {
+            None
+        };
+        Ok(Engine { inner, flusher: Some(flusher), compactors, warmer })
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -663,6 +674,9 @@ impl Drop for Engine {
             let _ = t.join();
         }
         for t in self.compactors.drain(..) {
+            let _ = t.join();
+        }
+        if let Some(t) = self.warmer.take() {
             let _ = t.join();
         }
     }
@@ -997,6 +1011,34 @@ impl Inner {
                 self.flush_cv.wait_for(&mut g, Duration::from_millis(500));
             }
         }
+    }
+
+    /// Decodes the open segments' block-index groups into the cache, newest partitions first, until it
+    /// holds half its capacity (the rest is left to what queries read) or the engine stops. Why: after
+    /// a restart every group is cold, and the first queries paid for reading and decoding footers; at
+    /// 4,000 hosts TSBS's first 20 single-groupby-1-8-1 queries averaged 0.80 and 0.99 ms against 0.53
+    /// and 0.59 ms once a count over every series had loaded the groups. Reads go on meanwhile; a group
+    /// both decode is decoded twice, harmlessly. A segment replaced meanwhile (compaction) is still
+    /// read from its `Arc`, and its groups forgotten when that is dropped.
+    fn warm_block_index(&self) {
+        let mut segments: Vec<Arc<Segment>> = self.segments.read().values().flatten().cloned().collect();
+        segments.sort_by_key(|s| std::cmp::Reverse((s.id.partition_start, s.id.generation)));
+        let budget = self.block_index_cache.stats().capacity / 2;
+        let started = Instant::now();
+        let mut groups = 0usize;
+        'segments: for seg in segments {
+            for g in 0..seg.n_groups() {
+                if self.shutdown.load(Ordering::Relaxed) || self.block_index_cache.stats().bytes >= budget {
+                    break 'segments;
+                }
+                if let Err(e) = seg.warm_group(g) {
+                    tracing::warn!(error = %e, "warming the block-index cache stopped; reads decode groups as they need them");
+                    break 'segments;
+                }
+                groups += 1;
+            }
+        }
+        tracing::info!(groups, ms = started.elapsed().as_millis() as u64, "block-index cache warmed");
     }
 
     fn flush_if_old(&self) -> Result<()> {

@@ -1497,6 +1497,16 @@ impl Segment {
         std::mem::size_of::<Segment>() + self.path.as_os_str().len() + std::mem::size_of_val(&*self.groups)
     }
 
+    /// Groups of the footer's sparse index (see [`Segment::warm_group`]).
+    pub(crate) fn n_groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Loads group `g` into the block-index cache, if it is not there (warming it after open).
+    pub(crate) fn warm_group(&self, g: usize) -> Result<()> {
+        self.group(g).map(drop)
+    }
+
     /// The decoded blocks of group `g`, from the cache or the file.
     fn group(&self, g: usize) -> Result<Arc<[BlockMeta]>> {
         let bytes = self.groups[g].n_blocks as usize * std::mem::size_of::<BlockMeta>()

@@ -379,3 +379,36 @@ fn scan_reads_only_the_hours_the_filter_keeps() {
         assert_eq!(handed, kept, "[{lo}, {hi}]: rows handed out, those of the kept hours");
     }
 }
+
+/// After open, the block-index cache fills in the background before any read (up to half its capacity),
+/// and not at all with `warm_block_index` off.
+#[test]
+fn open_warms_the_block_index_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = Engine::open(config(dir.path())).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        let hosts: Vec<String> = (0..3000).map(|i| format!("h{i}")).collect();
+        let pts: Vec<_> = hosts.iter().enumerate().flat_map(|(i, h)| (0..3).map(move |k| point("cpu", h, k * 10, i as i64))).collect();
+        e.write("db", &pts).unwrap();
+        e.flush().unwrap();
+    }
+    for (warm, capacity) in [(true, limits::BLOCK_INDEX_CACHE_BYTES_DEFAULT), (true, 1 << 20), (false, limits::BLOCK_INDEX_CACHE_BYTES_DEFAULT)] {
+        let mut c = config(dir.path());
+        c.warm_block_index = warm;
+        c.block_index_cache_bytes = capacity;
+        let e = Engine::open(c).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while warm && e.block_index_cache_stats().entries == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if !warm {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let st = e.block_index_cache_stats();
+        assert_eq!(st.hits, 0, "no read yet: {st:?}");
+        assert!(st.bytes <= st.capacity, "{st:?}");
+        assert_eq!(st.entries > 0, warm, "warm {warm}, capacity {capacity}: {st:?}");
+        assert_eq!(read_all(&e, "db").len(), 9000);
+    }
+}
