@@ -1023,22 +1023,29 @@ impl Inner {
     fn warm_block_index(&self) {
         let mut segments: Vec<Arc<Segment>> = self.segments.read().values().flatten().cloned().collect();
         segments.sort_by_key(|s| std::cmp::Reverse((s.id.partition_start, s.id.generation)));
-        let budget = self.block_index_cache.stats().capacity / 2;
         let started = Instant::now();
-        let mut groups = 0usize;
-        'segments: for seg in segments {
+        let groups = self.warm_groups(&segments);
+        tracing::info!(groups, ms = started.elapsed().as_millis() as u64, "block-index cache warmed");
+    }
+
+    /// Loads the block-index groups of `segments`, in order, into the cache until it holds half its
+    /// capacity or the engine stops (after open, and for a compaction's output); the groups loaded.
+    fn warm_groups(&self, segments: &[Arc<Segment>]) -> usize {
+        let budget = self.block_index_cache.stats().capacity / 2;
+        let mut groups = 0;
+        for seg in segments {
             for g in 0..seg.n_groups() {
                 if self.shutdown.load(Ordering::Relaxed) || self.block_index_cache.stats().bytes >= budget {
-                    break 'segments;
+                    return groups;
                 }
                 if let Err(e) = seg.warm_group(g) {
-                    tracing::warn!(error = %e, "warming the block-index cache stopped; reads decode groups as they need them");
-                    break 'segments;
+                    tracing::warn!(error = %e, segment = %seg.path.display(), "warming the block-index cache stopped; reads decode groups as they need them");
+                    return groups;
                 }
                 groups += 1;
             }
         }
-        tracing::info!(groups, ms = started.elapsed().as_millis() as u64, "block-index cache warmed");
+        groups
     }
 
     fn flush_if_old(&self) -> Result<()> {

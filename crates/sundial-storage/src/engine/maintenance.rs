@@ -584,6 +584,13 @@ impl Inner {
         };
         tracing::debug!(db, table, partition_start, files_in = report.files_in, bytes_in = report.bytes_in,
             bytes_out = report.bytes_out, rows_out = stats.rows_out, ms = started.elapsed().as_millis() as u64, "compacted");
+        // The inputs' groups leave the cache with the inputs (once no reader holds them); the output's are
+        // loaded now, so the first queries after a compaction do not decode its footer (TSBS's queries
+        // run on the segments compaction left).
+        drop(job);
+        if let Some(o) = output.filter(|_| self.config.warm_block_index) {
+            self.warm_groups(std::slice::from_ref(&o));
+        }
         Ok(report)
     }
 

@@ -412,3 +412,32 @@ fn open_warms_the_block_index_cache() {
         assert_eq!(read_all(&e, "db").len(), 9000);
     }
 }
+
+/// A compaction's output is loaded into the block-index cache when it is published (with
+/// `warm_block_index`), so the first reads after it find their groups: more groups are cached after a
+/// compaction with warming on than off, within the capacity, and the rows are the same.
+#[test]
+fn compaction_warms_its_output_groups() {
+    let mut entries = Vec::new();
+    for warm in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = config(dir.path());
+        c.warm_block_index = warm;
+        let e = Engine::open(c).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        let hosts: Vec<String> = (0..2000).map(|i| format!("h{i}")).collect();
+        for round in 0..4i64 {
+            let pts: Vec<_> =
+                hosts.iter().enumerate().flat_map(|(i, h)| (0..3).map(move |k| point("cpu", h, round * 100 + k * 10, i as i64))).collect();
+            e.write("db", &pts).unwrap();
+            e.flush().unwrap();
+        }
+        e.compact_now().unwrap();
+        assert_eq!(e.disk_usage().1, 1);
+        let st = e.block_index_cache_stats();
+        assert!(st.bytes <= st.capacity, "{st:?}");
+        entries.push(st.entries);
+        assert_eq!(read_all(&e, "db").len(), 2000 * 12);
+    }
+    assert!(entries[1] > entries[0], "groups cached after a compaction, warming off and on: {entries:?}");
+}
