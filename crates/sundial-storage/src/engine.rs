@@ -1269,7 +1269,7 @@ impl TableSnapshot {
     /// source where it was decoded (a pack's rows are a slice of the pack). A series under a tombstone,
     /// or with sources that overlap in time, takes `read_series`' merge.
     pub fn scan(&self, series: &[SeriesId], f: impl FnMut(RowsRef<'_>)) -> Result<()> {
-        self.scan_with(series, series.len() <= limits::SCAN_CACHED_SERIES_MAX, |_, _| true, f)
+        self.scan_with(series, series.len() <= limits::SCAN_CACHED_SERIES_MAX, |_, _| true, None, f)
     }
 
     /// [`TableSnapshot::scan`], handing out a block's [hour statistics](crate::hours) instead of its
@@ -1306,13 +1306,9 @@ impl TableSnapshot {
         series: &[SeriesId],
         keep: impl FnMut(SeriesId, &BlockMeta) -> bool,
         hours: Option<HourFilter<'_>>,
-        mut f: impl FnMut(RowsRef<'_>),
+        f: impl FnMut(RowsRef<'_>),
     ) -> Result<()> {
-        let cache = series.len() <= limits::SCAN_CACHED_SERIES_MAX;
-        self.scan_pieces(series, cache, keep, None, hours, |p| match p {
-            Piece::Rows(r) => f(r),
-            Piece::Hours(_) => unreachable!("no hour statistics without `accept`"),
-        })
+        self.scan_with(series, series.len() <= limits::SCAN_CACHED_SERIES_MAX, keep, hours, f)
     }
 
     /// [`TableSnapshot::scan_blocks_where`], caching the block-index groups it decodes or not.
@@ -1321,9 +1317,10 @@ impl TableSnapshot {
         series: &[SeriesId],
         cache_groups: bool,
         keep: impl FnMut(SeriesId, &BlockMeta) -> bool,
+        hours: Option<HourFilter<'_>>,
         mut f: impl FnMut(RowsRef<'_>),
     ) -> Result<()> {
-        self.scan_pieces(series, cache_groups, keep, None, None, |p| match p {
+        self.scan_pieces(series, cache_groups, keep, None, hours, |p| match p {
             Piece::Rows(r) => f(r),
             Piece::Hours(_) => unreachable!("no hour statistics without `accept`"),
         })

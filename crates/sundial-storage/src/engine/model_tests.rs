@@ -244,7 +244,7 @@ impl Harness {
             let snap = e.snapshot(db, table, &series, lo, hi, &col_ids);
             let mut got: BTreeMap<(&'static str, i64), Row> = BTreeMap::new();
             let mut prev: Option<(SeriesId, i64)> = None;
-            snap.scan_with(&series, cache_groups, |_, _| true, |r| {
+            snap.scan_with(&series, cache_groups, |_, _| true, None, |r| {
                 assert!(!r.ts.is_empty() && r.n_cols() == cols.len());
                 assert!(prev.is_none_or(|(ps, pt)| ps < r.series || (ps == r.series && pt < r.ts[0])), "seed {seed} step {step}: scan order");
                 prev = Some((r.series, r.ts[r.ts.len() - 1]));
