@@ -629,17 +629,24 @@ impl Ctx<'_> {
             with_time: single_selector,
         };
         let native = if self.qe.influxql_native() { native::plan(self.qe.storage(), &shape) } else { None };
+        let outs: Vec<AggOut> = self.fields.iter().map(|f| AggOut::new(&f.expr, self.info, &calls)).collect();
+        let key_at: Vec<Option<usize>> = self.group_tags.iter().map(|g| present_tags.iter().position(|t| *t == g)).collect();
         let rows = match native {
-            Some(plan) => native::run(self.qe.storage().clone(), plan, self.head_buckets(&present_tags)).await?,
+            Some(plan) => {
+                let folds = native::run(self.qe.storage().clone(), plan, self.head_buckets(&present_tags)).await?;
+                let at: Vec<usize> = slots.iter().map(|s| s - first_agg).collect();
+                match self.folded_series(folds, &calls, &at, &outs, &key_at)? {
+                    Ok(series) => return Ok(series),
+                    Err(folds) => folds.into_rows(),
+                }
+            }
             None => FlatRows::from_rows(self.query(&sql).await?),
         };
 
         // group key → its buckets
         let mut groups: BTreeMap<Vec<String>, GroupRows> = BTreeMap::new();
-        let outs: Vec<AggOut> = self.fields.iter().map(|f| AggOut::new(&f.expr, self.info, &calls)).collect();
         // Cells of an output row: the time, then one per output field.
         let stride = outs.len() + 1;
-        let key_at: Vec<Option<usize>> = self.group_tags.iter().map(|g| present_tags.iter().position(|t| *t == g)).collect();
         let n_tags = present_tags.len();
         // Rows of a group mostly arrive together (the native path returns them group by group): the key
         // is built, and the group looked up, when the row's tag cells differ from the previous row's.
@@ -682,7 +689,7 @@ impl Ctx<'_> {
         }
         groups.values_mut().for_each(|g| sort_buckets(&mut g.buckets));
         let columns = self.columns();
-        let counts: Vec<bool> = self.fields.iter().map(|f| matches!(&f.expr, Expr::Call { name, .. } if name == "count")).collect();
+        let counts = self.count_outputs();
         let multi_row = calls[0].func.is_multi_row();
 
         let Some((interval, offset)) = self.bucket else {
@@ -707,24 +714,9 @@ impl Ctx<'_> {
             return Ok(out);
         };
 
-        // Complete the buckets from the first to the last of the range.
-        let floor = |t: i64| bucket_start(t, interval, offset);
-        let first = match self.range.min {
-            Some(t) => floor(t),
-            None => groups.values().filter_map(|g| g.buckets.first().map(|b| b.0)).min().unwrap_or(0),
-        };
-        let last = floor(self.range.max.unwrap_or(self.now_ns));
-        if last < first {
-            return Ok(Vec::new());
-        }
-        let n_buckets = ((last - first) / interval) as u64 + 1;
-        if n_buckets > BUCKETS_PER_SERIES_MAX {
-            return Err(format!(
-                "max-select-buckets limit exceeded: ({n_buckets}/{BUCKETS_PER_SERIES_MAX}); narrow the time range or use a larger GROUP BY time() interval"
-            ));
-        }
+        let seen_first = groups.values().filter_map(|g| g.buckets.first().map(|b| b.0)).min();
+        let Some(times) = self.bucket_times(interval, offset, seen_first)? else { return Ok(Vec::new()) };
         let fill = self.s.fill.unwrap_or(Fill::Null);
-        let times: Vec<i64> = (0..n_buckets as i64).map(|i| first + i * interval).collect();
         let mut out = Vec::new();
         for (key, mut g) in groups {
             let values = if multi_row {
@@ -752,6 +744,96 @@ impl Ctx<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// The start of every bucket from the first to the last of the range (`GROUP BY time(interval,
+    /// offset)`), the first being the range's or else `seen_first`, the earliest bucket with a row;
+    /// `None` when the range holds none.
+    fn bucket_times(&self, interval: i64, offset: i64, seen_first: Option<i64>) -> Result<Option<Vec<i64>>, String> {
+        let floor = |t: i64| bucket_start(t, interval, offset);
+        let first = match self.range.min {
+            Some(t) => floor(t),
+            None => seen_first.unwrap_or(0),
+        };
+        let last = floor(self.range.max.unwrap_or(self.now_ns));
+        if last < first {
+            return Ok(None);
+        }
+        let n_buckets = ((last - first) / interval) as u64 + 1;
+        if n_buckets > BUCKETS_PER_SERIES_MAX {
+            return Err(format!(
+                "max-select-buckets limit exceeded: ({n_buckets}/{BUCKETS_PER_SERIES_MAX}); narrow the time range or use a larger GROUP BY time() interval"
+            ));
+        }
+        Ok(Some((0..n_buckets as i64).map(|i| first + i * interval).collect()))
+    }
+
+    /// Per output field: whether it is a `count()`, which reads 0 where there was nothing to count.
+    fn count_outputs(&self) -> Vec<bool> {
+        self.fields.iter().map(|f| matches!(&f.expr, Expr::Call { name, .. } if name == "count")).collect()
+    }
+
+    /// A `GROUP BY time()` answer written straight from the native path's accumulators: group by
+    /// group in key order, bucket by bucket, each output row made once, where the SQL path's rows
+    /// (group cells, bucket, guard and calls per (group, bucket)) are made, regrouped under their key
+    /// and then filled. The same answer: groups and buckets as those rows would make them. `folds`
+    /// back when the statement is outside this shape (no `GROUP BY time()`, `fill(linear)`, a
+    /// function of several rows) or two groups show the same key (a series without a grouped tag and
+    /// one with it empty), which the rows' path merges.
+    ///
+    /// Why: a 4,000-host hourly rollup (TSBS's double-groupby) is 48,000 rows, and making the SQL's
+    /// rows, regrouping and filling them was half of that statement's CPU.
+    fn folded_series(
+        &self,
+        folds: native::Folds,
+        calls: &[Call],
+        call_at: &[usize],
+        outs: &[AggOut],
+        key_at: &[Option<usize>],
+    ) -> Result<Result<Vec<Series>, native::Folds>, String> {
+        let fill = self.s.fill.unwrap_or(Fill::Null);
+        let Some((interval, offset)) = self.bucket else { return Ok(Err(folds)) };
+        if matches!(fill, Fill::Linear) || calls.iter().any(|c| c.func.is_multi_row()) {
+            return Ok(Err(folds));
+        }
+        let live = folds.live_groups();
+        let mut keyed: Vec<(Vec<String>, u32)> =
+            folds.groups().iter().enumerate().filter(|(g, _)| live[*g]).map(|(g, cells)| (group_key(cells, key_at), g as u32)).collect();
+        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        if keyed.windows(2).any(|w| w[0].0 == w[1].0) {
+            return Ok(Err(folds));
+        }
+        if keyed.is_empty() {
+            return Ok(Ok(Vec::new()));
+        }
+        let Some(times) = self.bucket_times(interval, offset, folds.first_bucket())? else { return Ok(Ok(Vec::new())) };
+        let columns = self.columns();
+        let counts = self.count_outputs();
+        let stride = outs.len() + 1;
+        let (mut cells, mut values) = (Vec::new(), Vec::with_capacity(calls.len()));
+        #[cfg(test)]
+        native::WRITTEN_FROM_FOLDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut out = Vec::with_capacity(keyed.len());
+        for (key, g) in keyed {
+            let mut rows = fill_walk(&times, stride, fill, &counts, |t, row| {
+                let Some(s) = folds.slot(g, t) else { return false };
+                cells.clear();
+                folds.call_cells(s, &mut cells);
+                values.clear();
+                values.extend(calls.iter().zip(call_at).map(|(c, &at)| c.value(&cells[at..], false)));
+                row.push(Cell::Time(t));
+                row.extend(outs.iter().map(|o| o.eval(&values)));
+                true
+            });
+            if self.s.order_desc {
+                rows.reverse();
+            }
+            rows.keep(self.kept(rows.len()));
+            if !rows.is_empty() {
+                out.push(self.series(key, &columns, Values::Flat(rows)));
+            }
+        }
+        Ok(Ok(out))
     }
 }
 
@@ -927,18 +1009,32 @@ fn fill_buckets(times: &[i64], g: &mut GroupRows, fill: Fill, counts: &[bool]) -
     // Both are in time order: one walk instead of a lookup per bucket.
     let buckets = std::mem::take(&mut g.buckets);
     let mut present = buckets.iter().peekable();
+    fill_walk(times, stride, fill, counts, |t, row| {
+        while present.next_if(|b| b.0 < t).is_some() {}
+        match present.next_if(|b| b.0 == t) {
+            Some(&(_, at, _)) => {
+                row.extend(g.row_mut(at).iter_mut().map(take_cell));
+                true
+            }
+            None => false,
+        }
+    })
+}
+
+/// The rows of every bucket of `times` (`stride` cells each, the time first): `row(t, cells)` adds
+/// bucket `t`'s row to `cells` when it has one and says so; an empty one is filled per `fill`
+/// (`fill(none)` leaves it out), as are the empty cells of the others.
+fn fill_walk(times: &[i64], stride: usize, fill: Fill, counts: &[bool], mut row: impl FnMut(i64, &mut Vec<Cell>) -> bool) -> FlatRows {
+    let mut previous: Vec<Cell> = if matches!(fill, Fill::Previous) { vec![Cell::Null; stride - 1] } else { Vec::new() };
     let mut out = FlatRows::with_capacity(stride, times.len());
     for &t in times {
-        while present.next_if(|b| b.0 < t).is_some() {}
         let cells = out.cells();
         let start = cells.len();
-        match present.next_if(|b| b.0 == t) {
-            Some(&(_, at, _)) => cells.extend(g.row_mut(at).iter_mut().map(take_cell)),
-            None => {
-                cells.push(Cell::Time(t));
-                cells.resize(start + stride, Cell::Null);
-            }
+        if !row(t, cells) {
+            cells.push(Cell::Time(t));
+            cells.resize(start + stride, Cell::Null);
         }
+        debug_assert_eq!(cells.len() - start, stride, "rows of {stride} cells");
         let row = &mut cells[start + 1..];
         if matches!(fill, Fill::None) && row.iter().all(Cell::is_null) {
             cells.truncate(start);

@@ -57,6 +57,9 @@ pub(super) static HOURS_FOLDED: std::sync::atomic::AtomicUsize = std::sync::atom
 /// Hours of blocks a raw read left unread, their statistics ruling out the condition (tests).
 #[cfg(test)]
 pub(super) static HOURS_SKIPPED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// `GROUP BY time()` answers written from the accumulators (`Ctx::folded_series`), not from rows.
+#[cfg(test)]
+pub(super) static WRITTEN_FROM_FOLDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// Narrowed statements whose answer did not start at the bound, read again whole.
 #[cfg(test)]
 pub(super) static WIDENED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -1171,13 +1174,18 @@ enum SlotIndex {
     Hash(foldhash::HashMap<(u32, i64), usize>),
 }
 
+/// Where `(group, bucket)` is in a [`SlotIndex::Dense`]'s `at`, if in its range.
+fn dense_at(base: i64, interval: i64, buckets: usize, group: u32, bucket: i64) -> Option<usize> {
+    let k = bucket.checked_sub(base).map(|d| d / interval).and_then(|k| usize::try_from(k).ok()).filter(|k| *k < buckets)?;
+    Some(group as usize * buckets + k)
+}
+
 impl SlotIndex {
     /// The slot of `(group, bucket)`, or `next` (recorded as its slot) when it has none.
     fn get_or_insert(&mut self, group: u32, bucket: i64, next: usize) -> usize {
         match self {
             SlotIndex::Dense { base, interval, buckets, at, spill } => {
-                let k = bucket.checked_sub(*base).map(|d| d / *interval).and_then(|k| usize::try_from(k).ok()).filter(|k| k < buckets);
-                let cell = k.and_then(|k| at.get_mut(group as usize * *buckets + k));
+                let cell = dense_at(*base, *interval, *buckets, group, bucket).and_then(|i| at.get_mut(i));
                 match cell {
                     Some(c) if *c != u32::MAX => *c as usize,
                     Some(c) => {
@@ -1188,6 +1196,17 @@ impl SlotIndex {
                 }
             }
             SlotIndex::Hash(h) => *h.entry((group, bucket)).or_insert(next),
+        }
+    }
+
+    /// The slot of `(group, bucket)`, if it has one.
+    fn get(&self, group: u32, bucket: i64) -> Option<usize> {
+        match self {
+            SlotIndex::Dense { base, interval, buckets, at, spill } => match dense_at(*base, *interval, *buckets, group, bucket) {
+                Some(i) => Some(at[i]).filter(|c| *c != u32::MAX).map(|c| c as usize),
+                None => spill.get(&(group, bucket)).copied(),
+            },
+            SlotIndex::Hash(h) => h.get(&(group, bucket)).copied(),
         }
     }
 }
@@ -1346,20 +1365,71 @@ async fn in_parts<P: Send + Sync + 'static, T: Send + 'static>(
 /// `Ctx::head_buckets`), only the first `head` buckets from the earliest row the storage knows of are
 /// read; the whole range is read when the answer does not start at that bucket (the bound can be
 /// early: rows deleted, or without the fields).
-pub(super) async fn run(engine: Arc<Engine>, plan: Plan, head: Option<u64>) -> Result<FlatRows, String> {
+pub(super) async fn run(engine: Arc<Engine>, plan: Plan, head: Option<u64>) -> Result<Folds, String> {
     let plan = Arc::new(plan);
+    let folds = |folded: Folded| {
+        if folded.keys.len() > RESULT_ROWS_MAX {
+            return Err(too_many_rows());
+        }
+        Ok(Folds { plan: plan.clone(), folded })
+    };
     if let Some((first, hi)) = head.and_then(|n| head_bound(&engine, &plan, n)) {
         #[cfg(test)]
         NARROWED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let folded = fold_to(engine.clone(), &plan, hi).await?;
         if folded.first_bucket() == Some(first) {
-            return rows(&plan, folded);
+            return folds(folded);
         }
         #[cfg(test)]
         WIDENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
-    let folded = fold_to(engine, &plan, plan.scope.hi).await?;
-    rows(&plan, folded)
+    folds(fold_to(engine, &plan, plan.scope.hi).await?)
+}
+
+/// A plan's answer as folded: per (group, bucket) slot, the accumulators the SQL's row is made of.
+/// Read as those rows ([`Folds::into_rows`]), or group by group and bucket by bucket, which is how
+/// `Ctx::aggregate` writes a `GROUP BY time()` answer without making the rows first.
+pub(super) struct Folds {
+    plan: Arc<Plan>,
+    folded: Folded,
+}
+
+impl Folds {
+    /// The rows the SQL of `Ctx::aggregate` would return.
+    pub(super) fn into_rows(self) -> FlatRows {
+        rows(&self.plan, self.folded)
+    }
+
+    /// The grouped tags' cells of each group (`0..` is the group's number).
+    pub(super) fn groups(&self) -> &[Vec<Cell>] {
+        &self.plan.groups
+    }
+
+    /// Per group: whether it exists, a row of one of its buckets having one of the fields set (the
+    /// SQL's `count(*)` guard above 0). Not for a plan without `GROUP BY` (`Plan::global`), whose one
+    /// group always exists.
+    pub(super) fn live_groups(&self) -> Vec<bool> {
+        let mut live = vec![false; self.plan.groups.len()];
+        for ((g, _), rows) in self.folded.keys.iter().zip(&self.folded.rows) {
+            live[*g as usize] |= *rows > 0;
+        }
+        live
+    }
+
+    /// The earliest bucket holding a row with one of the fields set.
+    pub(super) fn first_bucket(&self) -> Option<i64> {
+        self.folded.first_bucket()
+    }
+
+    /// The slot of `bucket` of `group`, if a row of it has one of the fields set.
+    pub(super) fn slot(&self, group: u32, bucket: i64) -> Option<usize> {
+        self.folded.index.get(group, bucket).filter(|s| self.folded.rows[*s] > 0)
+    }
+
+    /// Slot `s`'s cells of the calls, one after the other, as a SQL row has them after its guard.
+    pub(super) fn call_cells(&self, s: usize, out: &mut Vec<Cell>) {
+        call_cells(&self.plan, &self.folded, s, out);
+    }
 }
 
 /// The plan's rows up to `hi`, folded over [`in_parts`] and merged.
@@ -1373,10 +1443,7 @@ async fn fold_to(engine: Arc<Engine>, plan: &Arc<Plan>, hi: i64) -> Result<Folde
     Ok(total)
 }
 
-fn rows(plan: &Plan, folded: Folded) -> Result<FlatRows, String> {
-    if folded.keys.len() > RESULT_ROWS_MAX {
-        return Err(too_many_rows());
-    }
+fn rows(plan: &Plan, folded: Folded) -> FlatRows {
     let nf = folded.fields.len();
     // The group's cells, the bucket, the guard counts, each call's value (and time).
     let width = plan.groups.first().map_or(0, Vec::len)
@@ -1397,12 +1464,17 @@ fn rows(plan: &Plan, folded: Folded) -> Result<FlatRows, String> {
         } else {
             row.push(Cell::Integer(folded.rows[s] as i64));
         }
-        for (func, f) in &plan.calls {
-            folded.fields[*f].cells(s, *func, plan.with_time, row);
-        }
+        call_cells(plan, &folded, s, row);
         debug_assert_eq!(row.len() - start, width, "every row {width} cells");
     }
-    Ok(out)
+    out
+}
+
+/// Adds slot `s`'s cells of the plan's calls to `row`.
+fn call_cells(plan: &Plan, folded: &Folded, s: usize, row: &mut Vec<Cell>) {
+    for (func, f) in &plan.calls {
+        folded.fields[*f].cells(s, *func, plan.with_time, row);
+    }
 }
 
 // ---------------------------------------------------------------------- raw rows
@@ -2062,5 +2134,7 @@ mod tests {
         assert!(hours > 20, "only {hours} hours were folded from hour statistics");
         let skipped = super::HOURS_SKIPPED.load(std::sync::atomic::Ordering::Relaxed);
         assert!(skipped > 10, "only {skipped} hours were left unread by raw reads' conditions");
+        let from_folds = super::WRITTEN_FROM_FOLDS.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(from_folds > 50, "only {from_folds} answers were written from the accumulators");
     }
 }
