@@ -811,17 +811,24 @@ impl Ctx<'_> {
         let counts = self.count_outputs();
         let stride = outs.len() + 1;
         let (mut cells, mut values) = (Vec::new(), Vec::with_capacity(calls.len()));
+        // Output fields that each show one call's value (all of TSBS's), taken from the accumulators
+        // as they are, without the calls' cells made first.
+        let plain: Option<Vec<Option<usize>>> = outs.iter().map(|o| if let AggOut::Call(i) = o { Some(*i) } else { None }).collect();
         #[cfg(test)]
         native::WRITTEN_FROM_FOLDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut out = Vec::with_capacity(keyed.len());
         for (key, g) in keyed {
             let mut rows = fill_walk(&times, stride, fill, &counts, |t, row| {
                 let Some(s) = folds.slot(g, t) else { return false };
+                row.push(Cell::Time(t));
+                if let Some(plain) = &plain {
+                    row.extend(plain.iter().map(|i| i.map_or(Cell::Null, |i| folds.call_value(s, i))));
+                    return true;
+                }
                 cells.clear();
                 folds.call_cells(s, &mut cells);
                 values.clear();
                 values.extend(calls.iter().zip(call_at).map(|(c, &at)| c.value(&cells[at..], false)));
-                row.push(Cell::Time(t));
                 row.extend(outs.iter().map(|o| o.eval(&values)));
                 true
             });

@@ -1249,6 +1249,15 @@ fn time_literals() {
         want.push(',');
     }
     assert_eq!(out, want);
+    // Times met again and again (a rollup's buckets in every series), more of them than the writer
+    // keeps, so that kept ones are found and replaced: each still as written alone.
+    let (mut out, mut want) = (String::new(), String::new());
+    for i in 0..2_000i64 {
+        let ns = T + (i * 37 % 150) * 3_600_000_000_000 + i % 3;
+        writer.write(&mut out, ns);
+        want.push_str(&format_time_rfc3339(ns));
+    }
+    assert_eq!(out, want);
 }
 
 // ---------------------------------------------------------------------------------------------
