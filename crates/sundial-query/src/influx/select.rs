@@ -634,8 +634,7 @@ impl Ctx<'_> {
         let rows = match native {
             Some(plan) => {
                 let folds = native::run(self.qe.storage().clone(), plan, self.head_buckets(&present_tags)).await?;
-                let at: Vec<usize> = slots.iter().map(|s| s - first_agg).collect();
-                match self.folded_series(folds, &calls, &at, &outs, &key_at)? {
+                match self.folded_series(folds, &calls, &outs, &key_at)? {
                     Ok(series) => return Ok(series),
                     Err(folds) => folds.into_rows(),
                 }
@@ -787,7 +786,6 @@ impl Ctx<'_> {
         &self,
         folds: native::Folds,
         calls: &[Call],
-        call_at: &[usize],
         outs: &[AggOut],
         key_at: &[Option<usize>],
     ) -> Result<Result<Vec<Series>, native::Folds>, String> {
@@ -810,25 +808,19 @@ impl Ctx<'_> {
         let columns = self.columns();
         let counts = self.count_outputs();
         let stride = outs.len() + 1;
-        let (mut cells, mut values) = (Vec::new(), Vec::with_capacity(calls.len()));
-        // Output fields that each show one call's value (all of TSBS's), taken from the accumulators
-        // as they are, without the calls' cells made first.
-        let plain: Option<Vec<Option<usize>>> = outs.iter().map(|o| if let AggOut::Call(i) = o { Some(*i) } else { None }).collect();
+        let mut values = Vec::with_capacity(calls.len());
         #[cfg(test)]
         native::WRITTEN_FROM_FOLDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut out = Vec::with_capacity(keyed.len());
         for (key, g) in keyed {
             let mut rows = fill_walk(&times, stride, fill, &counts, |t, row| {
                 let Some(s) = folds.slot(g, t) else { return false };
-                row.push(Cell::Time(t));
-                if let Some(plain) = &plain {
-                    row.extend(plain.iter().map(|i| i.map_or(Cell::Null, |i| folds.call_value(s, i))));
-                    return true;
-                }
-                cells.clear();
-                folds.call_cells(s, &mut cells);
+                // Each call's value straight from its state: what `Call::value` takes from a row's
+                // cells for the calls planned natively, without a point's time (no lone selector
+                // under `GROUP BY time()`). Making the cells first was most of this loop's time.
                 values.clear();
-                values.extend(calls.iter().zip(call_at).map(|(c, &at)| c.value(&cells[at..], false)));
+                values.extend((0..calls.len()).map(|i| (folds.call_value(s, i), None)));
+                row.push(Cell::Time(t));
                 row.extend(outs.iter().map(|o| o.eval(&values)));
                 true
             });

@@ -1465,12 +1465,7 @@ impl Folds {
         self.folded.index.get(group, bucket).filter(|s| self.folded.rows[*s] > 0)
     }
 
-    /// Slot `s`'s cells of the calls, one after the other, as a SQL row has them after its guard.
-    pub(super) fn call_cells(&self, s: usize, out: &mut Vec<Cell>) {
-        call_cells(&self.plan, &self.folded, s, out);
-    }
-
-    /// Slot `s`'s value of call `call` (the call's first cell in [`Folds::call_cells`]).
+    /// Slot `s`'s value of call `call` (the call's first cell in a row of [`Folds::into_rows`]).
     pub(super) fn call_value(&self, s: usize, call: usize) -> Cell {
         let (func, f) = self.plan.calls[call];
         self.folded.fields[f].value(s, func)
@@ -1509,17 +1504,12 @@ fn rows(plan: &Plan, folded: Folded) -> FlatRows {
         } else {
             row.push(Cell::Integer(folded.rows[s] as i64));
         }
-        call_cells(plan, &folded, s, row);
+        for (func, f) in &plan.calls {
+            folded.fields[*f].cells(s, *func, plan.with_time, row);
+        }
         debug_assert_eq!(row.len() - start, width, "every row {width} cells");
     }
     out
-}
-
-/// Adds slot `s`'s cells of the plan's calls to `row`.
-fn call_cells(plan: &Plan, folded: &Folded, s: usize, row: &mut Vec<Cell>) {
-    for (func, f) in &plan.calls {
-        folded.fields[*f].cells(s, *func, plan.with_time, row);
-    }
 }
 
 // ---------------------------------------------------------------------- raw rows
