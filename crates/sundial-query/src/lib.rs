@@ -18,6 +18,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod busy;
 pub mod influx;
 pub mod influxql;
 pub mod provider;

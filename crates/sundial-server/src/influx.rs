@@ -60,6 +60,9 @@ async fn query(state: Arc<AppState>, p: HashMap<String, String>) -> Response {
         },
     };
     let db = p.get("db").filter(|d| !d.is_empty()).map(String::as_str);
+    // Counted until its body is written: the read and the writer split over two threads only while no
+    // other statement is answered.
+    let _answering = sundial_query::busy::Answering::enter();
     let results = match state.influxql.execute(db, q, now_ns()).await {
         Ok(r) => r,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, e.to_string()),
@@ -114,11 +117,12 @@ pub fn render(results: &[StatementResult], epoch: Option<i64>) -> String {
         if !r.series.is_empty() {
             out.push_str(",\"series\":[");
             let cells: usize = r.series.iter().map(|s| s.values.as_ref().map_or(0, |v| v.len() * s.columns.len())).sum();
-            if cells < PARALLEL_WRITE_CELLS_MIN || r.series.len() < 2 {
+            if cells < PARALLEL_WRITE_CELLS_MIN || r.series.len() < 2 || !sundial_query::busy::alone() {
                 render_series_list(&mut out, &r.series, epoch);
             } else {
                 // Two threads, half the series each (lastpoint's 4,000 one-row series, a 4,000-host
-                // rollup's): the read before already ran on both cores.
+                // rollup's): the read before already ran on both cores. Not while other statements
+                // are answered: they keep the other core busy.
                 let (head, tail) = r.series.split_at(r.series.len() / 2);
                 write_halves(
                     &mut out,

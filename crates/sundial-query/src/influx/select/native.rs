@@ -1360,9 +1360,10 @@ fn partition_near(ts: &[i64], limit: i64) -> usize {
 }
 
 /// Runs `work` over the series `0..n`, first over a [`PROBE_SHARE`]th of them on the calling task,
-/// timed. When the rest, at that pace, would take [`PARALLEL_MIN_WORK`] or more, it is split over
-/// [`TASKS`]: one share stays on the calling task, the others go to blocking tasks; else the calling
-/// task reads it too. The parts, in series order.
+/// timed. When the rest, at that pace, would take [`PARALLEL_MIN_WORK`] or more and no other statement
+/// is being answered ([`crate::busy::alone`]), it is split over [`TASKS`]: one share stays on the
+/// calling task, the others go to blocking tasks; else the calling task reads it too. The parts, in
+/// series order.
 ///
 /// Why timed rather than by series count: a series costs from a microsecond (its last row, from block
 /// statistics) to milliseconds (days of rows), and only the read itself knows which. The calling task's
@@ -1382,7 +1383,7 @@ async fn in_parts<P: Send + Sync + 'static, T: Send + 'static>(
         return Ok(parts);
     }
     let projected = started.elapsed().mul_f64(rest as f64 / probe as f64);
-    if rest < TASKS || projected < PARALLEL_MIN_WORK {
+    if rest < TASKS || projected < PARALLEL_MIN_WORK || !crate::busy::alone() {
         parts.push(work(&engine, &plan, probe..n)?);
         return Ok(parts);
     }
