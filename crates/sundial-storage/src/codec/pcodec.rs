@@ -29,8 +29,9 @@ use crate::encoding::put_uvarint;
 
 /// pco's compression level, stated so that an upgrade cannot silently change it.
 ///
-/// The level bounds a chunk's bins (2^level, fewer for small chunks) and so its ANS table, 2^(level+2)
-/// entries, which the reader builds for every page it decodes: 1,024 at pco's default 8, 256 at 6. A
+/// The level bounds a chunk's bins (2^level, fewer for small chunks) and so its ANS table, up to
+/// 2^(level+2) entries, which the reader builds for every page it decodes: for a day's block of 8,640
+/// numbers 1,024 at pco's default 8, 256 at 6. A
 /// read of an hour from a day's block decodes one page of 2,048 numbers, and building the table was a
 /// fifth to a quarter of the CPU of TSBS's small rollups at 8. Our chunks are at most a block
 /// (8,640 rows at 10 s over a day): on TSBS's data the bins past 64 do not pay for their metadata,
@@ -44,8 +45,9 @@ use crate::encoding::put_uvarint;
 /// | float walk rounded to 2 decimals, 8,640 in pages ≤ 2,048 | | 1.2326 | 1.2306 |
 /// | Pareto-distributed integers (latencies), the same | | 0.5991 | 0.5956 |
 ///
-/// (Gaussian noise, log-normal floats and counters differ by less still.) Level 6 also writes faster:
-/// the flush and compaction search fewer bins.
+/// (Gaussian noise, log-normal floats and counters differ by less still.) Writing searches fewer bins
+/// at 6; the server's CPU while loading TSBS moved within the machine's spread (scenario 2: 69.2 s at
+/// level 8, 68.4 and 65.2 s at 6).
 const PCO_LEVEL: usize = 6;
 
 /// The config for one block of `n` numbers.
