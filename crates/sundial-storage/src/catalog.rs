@@ -527,6 +527,17 @@ impl TableCatalog {
                 Err(Error::internal(format!("series replayed with id {series}, exists as {existing}")))
             };
         }
+        self.insert_series(series, tags.iter().map(|(c, v)| (*c, *v, None)))
+    }
+
+    /// Adds series `series`, whose tag set no series of the table has: `tags` by column id (ascending,
+    /// each once), each with its value's id where the caller looked the value up already.
+    fn insert_series<'v>(
+        &mut self,
+        series: SeriesId,
+        tags: impl ExactSizeIterator<Item = (ColId, &'v str, Option<u32>)> + Clone,
+    ) -> Result<()> {
+        debug_assert!(tags.clone().zip(tags.clone().skip(1)).all(|(a, b)| a.0 < b.0), "tags sorted by column, each once");
         if series as usize != self.series_count() {
             return Err(Error::internal(format!("series id {series} out of order in table {}", self.name)));
         }
@@ -539,16 +550,19 @@ impl TableCatalog {
         })?;
         // Intern every value before changing anything else, so a refused value leaves no half series.
         let mut vals = Vec::with_capacity(tags.len());
-        for (col, v) in tags {
-            vals.push(self.dict_mut(*col)?.intern(v, series)?);
+        for (col, v, known) in tags.clone() {
+            vals.push(match known {
+                Some(id) => id,
+                None => self.dict_mut(col)?.intern(v, series)?,
+            });
         }
-        for ((col, _), v) in tags.iter().zip(&vals) {
-            self.dict_mut(*col)?.add_posting(*v, series);
+        for ((col, _, _), v) in tags.clone().zip(&vals) {
+            self.dict_mut(col)?.add_posting(*v, series);
         }
-        self.set_cols.extend(tags.iter().map(|(c, _)| *c));
+        self.set_cols.extend(tags.clone().map(|(c, _, _)| c));
         self.set_vals.extend_from_slice(&vals);
         self.set_ends.push(end);
-        let h = hash32(hash_tagset(&self.hasher, tags.iter().map(|(c, _)| *c).zip(vals.iter().copied())));
+        let h = hash32(hash_tagset(&self.hasher, tags.map(|(c, _, _)| c).zip(vals.iter().copied())));
         self.series_index.insert_unique(slot_hash(h), (series, h), |(_, h)| slot_hash(*h));
         Ok(())
     }
@@ -790,6 +804,52 @@ pub struct ResolvedRow {
     pub fields: Vec<(ColId, FieldType)>,
 }
 
+/// What [`Resolver::lookup`] found for a row.
+#[derive(Debug)]
+pub enum Lookup<'a> {
+    /// The row's table, series and field columns all exist.
+    Found(ResolvedRow),
+    /// The table and every column exist, with the row's kinds and types, but no series has its tags:
+    /// [`Resolver::create_series`] adds it from what the lookup resolved (at TSBS's 1 M and 10 M hosts
+    /// every row is a new series, and [`Resolver::create`] resolved each name twice more).
+    NewSeries(NewSeries<'a>),
+    /// A table or column must be created first: [`Resolver::create`].
+    Missing,
+}
+
+/// A series to add, its names resolved by [`Resolver::lookup`].
+#[derive(Debug)]
+pub struct NewSeries<'a> {
+    table: TableId,
+    /// Tags by column id (ascending), each with its value's id where the value is interned already.
+    tags: Vec<(ColId, &'a str, Option<u32>)>,
+    fields: Vec<(ColId, FieldType)>,
+}
+
+fn series_per_database_exceeded(db_series: u64, series_max: u64) -> Error {
+    Error::LimitExceeded {
+        what: "series per database",
+        actual: db_series + 1,
+        limit: series_max,
+        fix: "a tag probably holds unbounded values (write it as a field), or raise \
+              --max-series-per-database (0: no limit)",
+    }
+}
+
+/// The id a new series of `t` takes, or the error when the table has as many as it may.
+fn next_series_id(t: &TableCatalog) -> Result<SeriesId> {
+    let s = t.series_count() as SeriesId;
+    if s >= limits::SERIES_PER_TABLE_MAX {
+        return Err(Error::LimitExceeded {
+            what: "series per table",
+            actual: u64::from(s),
+            limit: u64::from(limits::SERIES_PER_TABLE_MAX),
+            fix: "drop unused series or split the data over several tables",
+        });
+    }
+    Ok(s)
+}
+
 pub fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::InvalidName { name: name.to_string(), reason: "names must not be empty" });
@@ -848,22 +908,21 @@ impl Resolver {
         Ok(new_cols)
     }
 
-    /// Answers from the existing catalog: `Ok(None)` when something must be created first.
-    pub fn lookup(
+    /// Answers from the existing catalog, creating nothing.
+    pub fn lookup<'a>(
         db: &DbCatalog,
         table: &str,
-        tags: &[(&str, &str)],
+        tags: &[(&str, &'a str)],
         fields: &[(&str, FieldType)],
-    ) -> Result<Option<ResolvedRow>> {
-        let Some(t) = db.table(table) else { return Ok(None) };
+    ) -> Result<Lookup<'a>> {
+        let Some(t) = db.table(table) else { return Ok(Lookup::Missing) };
         let mut set = Vec::with_capacity(tags.len());
         for (k, v) in tags {
-            let Some(c) = t.column(k) else { return Ok(None) };
+            let Some(c) = t.column(k) else { return Ok(Lookup::Missing) };
             if c.kind != ColumnKind::Tag {
                 return Err(Error::ColumnKindConflict { table: table.to_string(), name: k.to_string() });
             }
-            let Some(vid) = t.tag_dict(c.id).and_then(|d| d.id_of(v)) else { return Ok(None) };
-            set.push((c.id, vid));
+            set.push((c.id, *v, t.tag_dict(c.id).and_then(|d| d.id_of(v))));
         }
         let mut out_fields = Vec::with_capacity(fields.len());
         let mut missing = false;
@@ -882,10 +941,36 @@ impl Resolver {
             }
         }
         if missing {
-            return Ok(None);
+            return Ok(Lookup::Missing);
         }
-        set.sort_unstable_by_key(|(c, _)| *c);
-        Ok(t.find_series(&set).map(|series| ResolvedRow { table: t.id, series, fields: out_fields }))
+        set.sort_unstable_by_key(|(c, _, _)| *c);
+        // A value never interned: no series carries it.
+        let ids: Option<Vec<(ColId, u32)>> = set.iter().map(|(c, _, v)| v.map(|v| (*c, v))).collect();
+        if let Some(series) = ids.and_then(|ids| t.find_series(&ids)) {
+            return Ok(Lookup::Found(ResolvedRow { table: t.id, series, fields: out_fields }));
+        }
+        Ok(Lookup::NewSeries(NewSeries { table: t.id, tags: set, fields: out_fields }))
+    }
+
+    /// Adds the series `lookup` found missing (under the same lock as the lookup: nothing changed in
+    /// between), recording it in `entries`.
+    pub fn create_series(
+        cat: &mut Catalog,
+        db: DbId,
+        new: NewSeries<'_>,
+        entries: &mut Vec<CatalogEntry>,
+    ) -> Result<ResolvedRow> {
+        let (series_max, db_series) = (cat.series_per_database_max, cat.db_by_id(db).map_or(0, DbCatalog::series_count));
+        if series_max > 0 && db_series >= series_max {
+            return Err(series_per_database_exceeded(db_series, series_max));
+        }
+        let t = cat.table_mut(db, new.table).ok_or_else(|| Error::internal("table vanished"))?;
+        let s = next_series_id(t)?;
+        t.insert_series(s, new.tags.iter().copied())?;
+        let mut tags = SeriesTags::with_capacity(new.tags.len(), new.tags.iter().map(|(_, v, _)| v.len()).sum());
+        new.tags.iter().for_each(|(c, v, _)| tags.push(*c, v));
+        entries.push(CatalogEntry::AddSeries { db, table: new.table, series: s, tags });
+        Ok(ResolvedRow { table: new.table, series: s, fields: new.fields })
     }
 
     /// Creates what `lookup` could not find, recording every change in `entries`.
@@ -902,13 +987,7 @@ impl Resolver {
         let existing = cat.db_by_id(db).and_then(|d| d.table(table));
         if series_max > 0 && db_series >= series_max && !existing.is_some_and(|t| t.has_series_named(tags)) {
             // Before anything is created: a refused row leaves no table or column behind.
-            return Err(Error::LimitExceeded {
-                what: "series per database",
-                actual: db_series + 1,
-                limit: series_max,
-                fix: "a tag probably holds unbounded values (write it as a field), or raise \
-                      --max-series-per-database (0: no limit)",
-            });
+            return Err(series_per_database_exceeded(db_series, series_max));
         }
         // Validate every column before creating anything, so a rejected row leaves no trace in the schema.
         let new_cols = Self::new_columns(existing, table, tags, fields)?;
@@ -932,15 +1011,7 @@ impl Resolver {
         let series = match t.lookup_tags(&by_col)?.and_then(|set| t.find_series(&set)) {
             Some(s) => s,
             None => {
-                let s = t.series_count() as SeriesId;
-                if s >= limits::SERIES_PER_TABLE_MAX {
-                    return Err(Error::LimitExceeded {
-                        what: "series per table",
-                        actual: u64::from(s),
-                        limit: u64::from(limits::SERIES_PER_TABLE_MAX),
-                        fix: "drop unused series or split the data over several tables",
-                    });
-                }
+                let s = next_series_id(t)?;
                 t.add_series(s, &by_col)?;
                 let mut tags = SeriesTags::with_capacity(by_col.len(), by_col.iter().map(|(_, v)| v.len()).sum());
                 by_col.iter().for_each(|(c, v)| tags.push(*c, v));
@@ -975,7 +1046,7 @@ mod tests {
         let r = Resolver::create(&mut c, 0, "cpu", &tags, &fields, &mut entries).unwrap();
         assert_eq!(r.series, 0);
         let again = Resolver::lookup(c.db("db").unwrap(), "cpu", &[("region", "eu"), ("host", "a")], &fields).unwrap();
-        assert_eq!(again.unwrap().series, 0);
+        assert_eq!(found(again), Some(0));
         let other = Resolver::create(&mut c, 0, "cpu", &[("host", "b")], &fields, &mut entries).unwrap();
         assert_eq!(other.series, 1);
 
@@ -1030,13 +1101,74 @@ mod tests {
             for i in [0u32, 1, 150, 299] {
                 let tags = tsbs_tags(i);
                 let tags: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-                assert_eq!(Resolver::lookup(cat.db("db").unwrap(), "cpu", &tags, &f).unwrap().unwrap().series, i);
+                assert_eq!(found(Resolver::lookup(cat.db("db").unwrap(), "cpu", &tags, &f).unwrap()), Some(i));
             }
             let mut other = tsbs_tags(5);
             other[1].1 = "region_0".into(); // a combination of known values that is no series
             let other: Vec<(&str, &str)> = other.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            assert!(Resolver::lookup(cat.db("db").unwrap(), "cpu", &other, &f).unwrap().is_none());
+            assert!(matches!(Resolver::lookup(cat.db("db").unwrap(), "cpu", &other, &f).unwrap(), Lookup::NewSeries(_)));
         }
+    }
+
+    fn found(l: Lookup<'_>) -> Option<SeriesId> {
+        match l {
+            Lookup::Found(r) => Some(r.series),
+            _ => None,
+        }
+    }
+
+    /// The write path's way: `lookup` resolves the names, `create_series` adds the series from what it
+    /// found (values known and new), and the entries replay to the same catalog.
+    #[test]
+    fn series_created_from_a_lookup_match_series_created_by_name() {
+        let mut c = cat_with_db();
+        let mut entries = Vec::new();
+        let f = [("v", FieldType::Float), ("w", FieldType::Integer)];
+        let tags = tsbs_tags(0);
+        let tags: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        Resolver::create(&mut c, 0, "cpu", &tags, &f, &mut entries).unwrap();
+        assert!(matches!(Resolver::lookup(c.db("db").unwrap(), "mem", &tags, &f).unwrap(), Lookup::Missing));
+        let x = [("x", FieldType::Float)];
+        assert!(matches!(Resolver::lookup(c.db("db").unwrap(), "cpu", &tags, &x).unwrap(), Lookup::Missing));
+        assert!(matches!(
+            Resolver::lookup(c.db("db").unwrap(), "cpu", &tags, &[("v", FieldType::Integer)]),
+            Err(Error::FieldTypeConflict { .. })
+        ));
+        for i in 1..50u32 {
+            let tags = tsbs_tags(i);
+            let tags: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+            let Lookup::NewSeries(new) = Resolver::lookup(c.db("db").unwrap(), "cpu", &tags, &f).unwrap() else {
+                panic!("series {i} should be new")
+            };
+            // The fields in the row's order; `hostname`'s value (and any value this row brings first) unknown.
+            assert_eq!(new.fields.iter().map(|(_, t)| *t).collect::<Vec<_>>(), [FieldType::Float, FieldType::Integer]);
+            assert!(new.tags.iter().any(|(_, v, id)| v.starts_with("host_") && id.is_none()));
+            let region = format!("region_{}", i % 9);
+            assert_eq!(new.tags.iter().any(|(_, v, id)| *v == region && id.is_some()), i >= 9, "series {i}");
+            let r = Resolver::create_series(&mut c, 0, new, &mut entries).unwrap();
+            assert_eq!(r.series, i);
+            assert_eq!(found(Resolver::lookup(c.db("db").unwrap(), "cpu", &tags, &f).unwrap()), Some(i));
+        }
+        let mut replayed = cat_with_db();
+        entries.iter().for_each(|e| replayed.apply(e).unwrap());
+        for cat in [&c, &replayed] {
+            let t = cat.db("db").unwrap().table("cpu").unwrap();
+            assert_eq!(t.series_count(), 50);
+            let region = t.column("region").unwrap().id;
+            let r = t.tag_dict(region).unwrap();
+            let want: Vec<SeriesId> = (0..50).filter(|i| i % 9 == 4).collect();
+            assert_eq!(r.postings(r.id_of("region_4").unwrap()), &want[..]);
+            assert_eq!(t.series_tag_value(31, t.column("hostname").unwrap().id), Some("host_31"));
+        }
+        // The per-database limit refuses the series and leaves nothing behind.
+        c.set_series_per_database_max(50);
+        let tags = tsbs_tags(50);
+        let tags: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let Lookup::NewSeries(new) = Resolver::lookup(c.db("db").unwrap(), "cpu", &tags, &f).unwrap() else { panic!() };
+        let n = entries.len();
+        assert!(matches!(Resolver::create_series(&mut c, 0, new, &mut entries), Err(Error::LimitExceeded { .. })));
+        assert_eq!(entries.len(), n);
+        assert_eq!(c.db("db").unwrap().table("cpu").unwrap().series_count(), 50);
     }
 
     /// Issue 5's budget is 300 resident bytes per series at 10 M series, the whole process included; the

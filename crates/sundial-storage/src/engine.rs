@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 
 use crate::batch::WriteBatch;
-use crate::catalog::{Catalog, CatalogEntry, ColId, ColumnKind, Counters, DbId, Resolver, SeriesId, TableId, validate_name};
+use crate::catalog::{Catalog, CatalogEntry, ColId, ColumnKind, Counters, DbId, Lookup, Resolver, SeriesId, TableId, validate_name};
 use crate::catalog_log::CatalogLog;
 use crate::error::{Error, Result};
 use crate::hours::{self, HourStats};
@@ -887,9 +887,10 @@ impl Inner {
                 rejected.push((p.line, Error::BeyondRetention { db: db.to_string(), ts: p.ts, cutoff, retention_ns }));
                 continue;
             }
-            let seen = match p.key {
-                Some(key) => keys.get(db_id, key),
-                None => known.get(&(p.table, &p.tags[..])).copied(),
+            let key_hash = p.key.map(|key| keys.hash(db_id, key));
+            let seen = match (p.key, key_hash) {
+                (Some(key), Some(h)) => keys.get(h, db_id, key),
+                _ => known.get(&(p.table, &p.tags[..])).copied(),
             };
             // A cached key names a table that may have been dropped since (`series_keys.rs`); the field
             // set is reused only from a row this request resolved through the catalog, under the lock
@@ -909,8 +910,14 @@ impl Inner {
             let db_cat = guard.db_by_id(db_id).ok_or_else(|| Error::internal("database vanished under write lock"))?;
             let found = Resolver::lookup(db_cat, p.table, &p.tags, &field_types);
             let resolved = match found {
-                Ok(Some(r)) => Ok(r),
-                Ok(None) => {
+                Ok(Lookup::Found(r)) => Ok(r),
+                Ok(Lookup::NewSeries(new)) => {
+                    let mut w = RwLockUpgradableReadGuard::upgrade(guard);
+                    let r = Resolver::create_series(&mut w, db_id, new, &mut batch.entries);
+                    guard = RwLockWriteGuard::downgrade_to_upgradable(w);
+                    r
+                }
+                Ok(Lookup::Missing) => {
                     let mut w = RwLockUpgradableReadGuard::upgrade(guard);
                     let r = Resolver::create(&mut w, db_id, p.table, &p.tags, &field_types, &mut batch.entries);
                     guard = RwLockWriteGuard::downgrade_to_upgradable(w);
@@ -922,9 +929,9 @@ impl Inner {
                 Ok(r) => {
                     let values = r.fields.iter().zip(p.fields.iter()).map(|((col, _), (_, v))| (*col, v.clone()));
                     batch.push_row(r.table, r.series, p.ts, values);
-                    match p.key {
-                        Some(key) => keys.insert(db_id, key, r.table, r.series),
-                        None => {
+                    match (p.key, key_hash) {
+                        (Some(key), Some(h)) => keys.insert(h, db_id, key, r.table, r.series),
+                        _ => {
                             if known.is_empty() {
                                 known.reserve(points.len().min(KNOWN_SERIES_PRESIZE));
                             }

@@ -60,7 +60,7 @@ pub const BLOCK_INDEX_CACHE_BYTES_DEFAULT: usize = 64 * 1024 * 1024;
 
 /// Bytes the engine's cache of series keys (`engine/series_keys.rs`: a series key as a client wrote it
 /// → its series) may hold, key text and per-entry overhead counted; it starts again empty when full.
-/// 32 MiB holds about 150 K TSBS keys (~170 bytes of text each); a write of a series not in it costs
+/// 32 MiB holds about 160 K TSBS keys (~170 bytes of text each); a write of a series not in it costs
 /// a catalog lookup, as it did before the cache.
 pub const SERIES_KEY_CACHE_BYTES_MAX: usize = 32 * 1024 * 1024;
 

@@ -303,7 +303,8 @@ fn series_keys_find_series_across_writes_and_never_a_dropped_table() {
     };
     let cached = |e: &Engine, key: &str| {
         let db = e.catalog().db("db").unwrap().id;
-        e.inner.series_keys.lock().get(db, key)
+        let k = e.inner.series_keys.lock();
+        k.get(k.hash(db, key), db, key)
     };
     e.write("db", &[keyed("cpu,host=a", "a", 1, 1)]).unwrap();
     assert_eq!(cached(&e, "cpu,host=a"), Some((0, 0)));
