@@ -990,7 +990,9 @@ impl Inner {
         let generation = self.next_generation.fetch_add(1, Ordering::SeqCst);
         {
             let mut mem = self.mem.write();
+            let sizes = mem.active.series_counts();
             let memtable = std::mem::take(&mut mem.active);
+            mem.active.sizes = sizes;
             let entries = std::mem::take(&mut mem.active_entries);
             mem.frozen.push_back(Arc::new(Frozen { memtable, entries, wal_end, generation }));
         }
