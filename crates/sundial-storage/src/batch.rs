@@ -52,6 +52,14 @@ impl WriteBatch {
         &self.values[start..self.rows[i].values_end as usize]
     }
 
+    /// At least the bytes [`WriteBatch::encode`] writes when values are numbers (a row's head at most 21
+    /// bytes, a value at most 14; a new series' entry counted at 256, about TSBS's): what to reserve so
+    /// that a request's payload is not copied as it grows. Reserved at 32 bytes a row before, a third of
+    /// a TSBS row, it was copied twice per request; the payload lives only while the request is written.
+    pub fn encoded_len_hint(&self) -> usize {
+        16 + self.rows.len() * 21 + self.values.len() * 14 + self.entries.len() * 256
+    }
+
     pub fn encode(&self, out: &mut Vec<u8>) {
         put_u8(out, KIND_WRITE);
         put_u32(out, self.db);
@@ -155,5 +163,19 @@ mod tests {
         for cut in 0..buf.len() {
             assert!(WriteBatch::decode(&buf[..cut]).is_none(), "prefix {cut} decoded");
         }
+    }
+
+    /// Rows of numbers, at the widest their varints get, fit the room `encoded_len_hint` reserves.
+    #[test]
+    fn the_length_hint_holds_rows_of_numbers() {
+        let mut b = WriteBatch::new(u32::MAX);
+        for i in 0..100u32 {
+            let ts = if i % 2 == 0 { i64::MIN } else { i64::MAX };
+            let values = (0..10u16).map(|c| (u16::MAX - c, if c % 2 == 0 { Value::Integer(i64::MIN) } else { Value::Float(1.5) }));
+            b.push_row(u32::MAX, u32::MAX - i, ts, values);
+        }
+        let mut buf = Vec::new();
+        b.encode(&mut buf);
+        assert!(buf.len() <= b.encoded_len_hint(), "{} bytes, hint {}", buf.len(), b.encoded_len_hint());
     }
 }

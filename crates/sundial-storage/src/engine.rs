@@ -516,7 +516,7 @@ impl Engine {
         if batch.rows.is_empty() && batch.entries.is_empty() {
             return Ok(WriteOutcome { rows_written: 0, rejected });
         }
-        let mut payload = Vec::with_capacity(batch.rows.len() * 32);
+        let mut payload = Vec::with_capacity(batch.encoded_len_hint());
         batch.encode(&mut payload);
         let seq = self.inner.wal.append(&payload).inspect_err(|e| self.inner.poison(e))?;
         let rows_written = batch.rows.len();
