@@ -517,7 +517,6 @@ impl TableCatalog {
 
     /// Adds series `series` with `tags` (sorted by column id); `Ok` without change if it exists already.
     fn add_series(&mut self, series: SeriesId, tags: &[(ColId, &str)]) -> Result<()> {
-        debug_assert!(tags.windows(2).all(|w| w[0].0 < w[1].0), "tags sorted by column, each once");
         if let Some(set) = self.lookup_tags(tags)?
             && let Some(existing) = self.find_series(&set)
         {
@@ -836,8 +835,15 @@ fn series_per_database_exceeded(db_series: u64, series_max: u64) -> Error {
     }
 }
 
-/// The id a new series of `t` takes, or the error when the table has as many as it may.
-fn next_series_id(t: &TableCatalog) -> Result<SeriesId> {
+/// Adds to `t` (table `table` of database `db`) a series no series of it has the tags of, and records it
+/// in `entries`: `tags` as [`TableCatalog::insert_series`] takes them. Returns its id.
+fn new_series<'v>(
+    t: &mut TableCatalog,
+    db: DbId,
+    table: TableId,
+    tags: impl ExactSizeIterator<Item = (ColId, &'v str, Option<u32>)> + Clone,
+    entries: &mut Vec<CatalogEntry>,
+) -> Result<SeriesId> {
     let s = t.series_count() as SeriesId;
     if s >= limits::SERIES_PER_TABLE_MAX {
         return Err(Error::LimitExceeded {
@@ -847,6 +853,10 @@ fn next_series_id(t: &TableCatalog) -> Result<SeriesId> {
             fix: "drop unused series or split the data over several tables",
         });
     }
+    t.insert_series(s, tags.clone())?;
+    let mut set = SeriesTags::with_capacity(tags.len(), tags.clone().map(|(_, v, _)| v.len()).sum());
+    tags.for_each(|(c, v, _)| set.push(c, v));
+    entries.push(CatalogEntry::AddSeries { db, table, series: s, tags: set });
     Ok(s)
 }
 
@@ -965,12 +975,8 @@ impl Resolver {
             return Err(series_per_database_exceeded(db_series, series_max));
         }
         let t = cat.table_mut(db, new.table).ok_or_else(|| Error::internal("table vanished"))?;
-        let s = next_series_id(t)?;
-        t.insert_series(s, new.tags.iter().copied())?;
-        let mut tags = SeriesTags::with_capacity(new.tags.len(), new.tags.iter().map(|(_, v, _)| v.len()).sum());
-        new.tags.iter().for_each(|(c, v, _)| tags.push(*c, v));
-        entries.push(CatalogEntry::AddSeries { db, table: new.table, series: s, tags });
-        Ok(ResolvedRow { table: new.table, series: s, fields: new.fields })
+        let series = new_series(t, db, new.table, new.tags.iter().copied(), entries)?;
+        Ok(ResolvedRow { table: new.table, series, fields: new.fields })
     }
 
     /// Creates what `lookup` could not find, recording every change in `entries`.
@@ -1010,14 +1016,8 @@ impl Resolver {
         by_col.sort_unstable_by_key(|(c, _)| *c);
         let series = match t.lookup_tags(&by_col)?.and_then(|set| t.find_series(&set)) {
             Some(s) => s,
-            None => {
-                let s = next_series_id(t)?;
-                t.add_series(s, &by_col)?;
-                let mut tags = SeriesTags::with_capacity(by_col.len(), by_col.iter().map(|(_, v)| v.len()).sum());
-                by_col.iter().for_each(|(c, v)| tags.push(*c, v));
-                entries.push(CatalogEntry::AddSeries { db, table: table_id, series: s, tags });
-                s
-            }
+            // No series has these tags (just searched): added without `add_series`' second search.
+            None => new_series(t, db, table_id, by_col.iter().map(|(c, v)| (*c, *v, None)), entries)?,
         };
         let fields = fields
             .iter()

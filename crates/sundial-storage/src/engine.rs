@@ -887,10 +887,10 @@ impl Inner {
                 rejected.push((p.line, Error::BeyondRetention { db: db.to_string(), ts: p.ts, cutoff, retention_ns }));
                 continue;
             }
-            let key_hash = p.key.map(|key| keys.hash(db_id, key));
-            let seen = match (p.key, key_hash) {
-                (Some(key), Some(h)) => keys.get(h, db_id, key),
-                _ => known.get(&(p.table, &p.tags[..])).copied(),
+            let key = p.key.map(|key| (key, keys.hash(db_id, key)));
+            let seen = match key {
+                Some((key, h)) => keys.get(h, db_id, key),
+                None => known.get(&(p.table, &p.tags[..])).copied(),
             };
             // A cached key names a table that may have been dropped since (`series_keys.rs`); the field
             // set is reused only from a row this request resolved through the catalog, under the lock
@@ -911,15 +911,12 @@ impl Inner {
             let found = Resolver::lookup(db_cat, p.table, &p.tags, &field_types);
             let resolved = match found {
                 Ok(Lookup::Found(r)) => Ok(r),
-                Ok(Lookup::NewSeries(new)) => {
+                Ok(found) => {
                     let mut w = RwLockUpgradableReadGuard::upgrade(guard);
-                    let r = Resolver::create_series(&mut w, db_id, new, &mut batch.entries);
-                    guard = RwLockWriteGuard::downgrade_to_upgradable(w);
-                    r
-                }
-                Ok(Lookup::Missing) => {
-                    let mut w = RwLockUpgradableReadGuard::upgrade(guard);
-                    let r = Resolver::create(&mut w, db_id, p.table, &p.tags, &field_types, &mut batch.entries);
+                    let r = match found {
+                        Lookup::NewSeries(new) => Resolver::create_series(&mut w, db_id, new, &mut batch.entries),
+                        _ => Resolver::create(&mut w, db_id, p.table, &p.tags, &field_types, &mut batch.entries),
+                    };
                     guard = RwLockWriteGuard::downgrade_to_upgradable(w);
                     r
                 }
@@ -929,9 +926,9 @@ impl Inner {
                 Ok(r) => {
                     let values = r.fields.iter().zip(p.fields.iter()).map(|((col, _), (_, v))| (*col, v.clone()));
                     batch.push_row(r.table, r.series, p.ts, values);
-                    match (p.key, key_hash) {
-                        (Some(key), Some(h)) => keys.insert(h, db_id, key, r.table, r.series),
-                        _ => {
+                    match key {
+                        Some((key, h)) => keys.insert(h, db_id, key, r.table, r.series),
+                        None => {
                             if known.is_empty() {
                                 known.reserve(points.len().min(KNOWN_SERIES_PRESIZE));
                             }

@@ -31,9 +31,9 @@ use crate::encoding::put_uvarint;
 ///
 /// The level bounds a chunk's bins (2^level, fewer for small chunks) and so its ANS table, up to
 /// 2^(level+2) entries, which the reader builds for every page it decodes: for a day's block of 8,640
-/// numbers 1,024 at pco's default 8, 256 at 6. A
-/// read of an hour from a day's block decodes one page of 2,048 numbers, and building the table was a
-/// fifth to a quarter of the CPU of TSBS's small rollups at 8. Our chunks are at most a block
+/// numbers 1,024 at pco's default 8, 256 at 6. A read of an hour from a day's block decodes one page of
+/// 2,048 numbers, and building the table was a fifth to a quarter of the CPU of TSBS's small rollups
+/// at 8. Our chunks are at most a block
 /// (8,640 rows at 10 s over a day): on TSBS's data the bins past 64 do not pay for their metadata,
 /// and on the other shapes tried they save at most 0.6 %:
 ///
