@@ -41,6 +41,13 @@ impl WriteBatch {
         WriteBatch { db, ..Default::default() }
     }
 
+    /// A batch with room for `rows` rows of `values` values in all, so that a request's rows are not
+    /// copied as the vectors double (3 % of the server's CPU loading TSBS's 10 M hosts, with the page
+    /// faults of each new copy).
+    pub fn with_capacity(db: DbId, rows: usize, values: usize) -> Self {
+        WriteBatch { db, entries: Vec::new(), rows: Vec::with_capacity(rows), values: Vec::with_capacity(values) }
+    }
+
     pub fn push_row(&mut self, table: TableId, series: SeriesId, ts: i64, values: impl IntoIterator<Item = (ColId, Value)>) {
         self.values.extend(values);
         self.rows.push(RowHead { table, series, ts, values_end: self.values.len() as u32 });

@@ -505,9 +505,9 @@ impl RecordWriter {
     }
 
     /// All of `entries` as records, in one go.
-    pub fn write_all(entries: &[CatalogEntry], emit: &mut Emit<'_>) -> Result<()> {
+    pub fn write_all<'e>(entries: impl IntoIterator<Item = &'e CatalogEntry>, emit: &mut Emit<'_>) -> Result<()> {
         let mut w = RecordWriter::new();
-        entries.iter().try_for_each(|e| w.push(e, emit))?;
+        entries.into_iter().try_for_each(|e| w.push(e, emit))?;
         w.finish(emit)
     }
 
@@ -718,20 +718,22 @@ impl CatalogLog {
 
     /// Appends entries (runs of series batched, see [`RecordWriter`]) and makes them durable before
     /// returning.
-    pub fn append(&mut self, entries: &[CatalogEntry]) -> Result<()> {
-        if entries.is_empty() {
-            return Ok(());
-        }
+    pub fn append<'e>(&mut self, entries: impl IntoIterator<Item = &'e CatalogEntry>) -> Result<()> {
         let mut buf = Vec::new();
-        let mut emit = |payload: &[u8], _: u64| {
+        let mut n = 0u64;
+        let mut emit = |payload: &[u8], entries: u64| {
             frame::put_record(&mut buf, payload);
+            n += entries;
             Ok(())
         };
         RecordWriter::write_all(entries, &mut emit)?;
+        if n == 0 {
+            return Ok(());
+        }
         let io = |e| Error::io(&self.path, e);
         self.file.write_all(&buf).map_err(io)?;
         self.file.sync_data().map_err(io)?;
-        self.entries += entries.len() as u64;
+        self.entries += n;
         self.bytes += buf.len() as u64;
         Ok(())
     }

@@ -220,7 +220,8 @@ pub struct WriteOutcome {
 #[derive(Debug)]
 pub struct Frozen {
     pub memtable: MemGen,
-    entries: Vec<CatalogEntry>,
+    /// The generation's catalog entries, one vector per write that made any (see `MemState`).
+    entries: Vec<Vec<CatalogEntry>>,
     /// First WAL sequence number not covered by this memtable.
     wal_end: u64,
     pub generation: u64,
@@ -229,8 +230,10 @@ pub struct Frozen {
 #[derive(Default)]
 struct MemState {
     active: MemGen,
-    /// Catalog entries created by writes in `active`, persisted to catalog.log when it is flushed.
-    active_entries: Vec<CatalogEntry>,
+    /// Catalog entries created by writes in `active`, persisted to catalog.log when it is flushed: each
+    /// write's vector kept whole, not copied into one that doubles as it grows (a million new series'
+    /// entries per memtable at TSBS's 10 M hosts: 2.7 % of the server's CPU, with the page faults).
+    active_entries: Vec<Vec<CatalogEntry>>,
     frozen: VecDeque<Arc<Frozen>>,
 }
 
@@ -358,7 +361,9 @@ impl Engine {
             for e in &b.entries {
                 catalog.apply(e)?;
             }
-            mem.active_entries.extend(b.entries.iter().cloned());
+            if !b.entries.is_empty() {
+                mem.active_entries.push(b.entries.clone());
+            }
             mem.active.apply(&filter_replayed(&catalog, &tombstones, seq, b));
             replayed += 1;
             Ok(())
@@ -523,7 +528,9 @@ impl Engine {
         let full = {
             let mut mem = self.inner.mem.write();
             mem.active.apply(&batch);
-            mem.active_entries.extend(batch.entries);
+            if !batch.entries.is_empty() {
+                mem.active_entries.push(batch.entries);
+            }
             mem.active.bytes >= self.inner.config.memtable_bytes_max
         };
         if full {
@@ -865,7 +872,7 @@ impl Inner {
         };
         // Rows older than the retention would never be returned: refuse them per line, as InfluxDB does.
         let cutoff = if retention_ns > 0 { self.config.clock.now_ns().saturating_sub(retention_ns) } else { i64::MIN };
-        let mut batch = WriteBatch::new(db_id);
+        let mut batch = WriteBatch::with_capacity(db_id, points.len(), points.iter().map(|p| p.fields.len()).sum());
         let mut rejected = Vec::new();
         let mut field_types: Vec<(&str, FieldType)> = Vec::new();
         // A row's series is found without the catalog's per-name lookups when its key text is in the
@@ -1096,7 +1103,7 @@ impl Inner {
 
     /// Writes one frozen memtable to segment files and publishes them; returns the number of files.
     fn flush_one(&self, f: &Frozen) -> Result<usize> {
-        self.catalog_log.lock().log.append(&f.entries)?;
+        self.catalog_log.lock().log.append(f.entries.iter().flatten())?;
         let mut published = Vec::new();
         let mut tables: Vec<_> = f.memtable.tables.iter().collect();
         tables.sort_by_key(|(k, _)| **k);
@@ -1104,7 +1111,8 @@ impl Inner {
             let Some(col_types) = self.table_field_types(db, table) else { continue };
             // Rows already past retention are not written (reads would never return them).
             let cutoff = self.retention_cutoff(db);
-            let mut w = PartitionedWriter::with_placement(&self.placement, db, table, self.config.partition_ns, f.generation);
+            let mut w = PartitionedWriter::with_placement(&self.placement, db, table, self.config.partition_ns, f.generation)
+                .expect_series(mt.series.len());
             let mut series: Vec<_> = mt.series.iter().collect();
             series.sort_by_key(|(s, _)| **s);
             // One set of buffers for every series (see `SeriesBuf::read_into`).

@@ -2008,6 +2008,8 @@ pub struct PartitionedWriter {
     partition_ns: i64,
     generation: u64,
     writers: HashMap<i64, SegmentWriter>,
+    /// Blocks the first partition's file reserves room for ([`PartitionedWriter::expect_series`]).
+    series_hint: usize,
 }
 
 /// Directory of a partition of a database: `<data>/db<id>/p<start_ns>`.
@@ -2036,7 +2038,17 @@ impl PartitionedWriter {
 
     /// Writes each partition in the data directory `placement` chooses for it.
     pub fn with_placement(placement: &crate::placement::Placement, db: DbId, table: TableId, partition_ns: i64, generation: u64) -> Self {
-        PartitionedWriter { placement: placement.clone(), db, table, partition_ns, generation, writers: HashMap::new() }
+        PartitionedWriter { placement: placement.clone(), db, table, partition_ns, generation, writers: HashMap::new(), series_hint: 0 }
+    }
+
+    /// Tells the writer about how many series will come: the first partition's file reserves a block
+    /// for each, where its list of blocks grew by doubling (a million series per flush at TSBS's 10 M
+    /// hosts: 3.6 % of the server's CPU in copies and the page faults of each new copy). Only the first:
+    /// a flush usually covers one partition, and a backfill over many would reserve for every series in
+    /// each of them.
+    pub fn expect_series(mut self, n: usize) -> Self {
+        self.series_hint = n;
+        self
     }
 
     /// Splits `rows` by partition and writes them.
@@ -2072,7 +2084,9 @@ impl PartitionedWriter {
                         tombstones_applied: 0,
                     };
                     let name = segment_file_name(self.table, self.generation, self.generation);
-                    v.insert(SegmentWriter::create(&dir.join(name), id)?.with_delta_hints())
+                    let mut w = SegmentWriter::create(&dir.join(name), id)?.with_delta_hints();
+                    w.blocks.reserve(std::mem::take(&mut self.series_hint));
+                    v.insert(w)
                 }
             };
             w.add_series(&part, cols)?;
