@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 
 use crate::batch::WriteBatch;
-use crate::catalog::{Catalog, CatalogEntry, ColId, ColumnKind, Counters, DbId, Lookup, Resolver, SeriesId, TableId, validate_name};
+use crate::catalog::{Catalog, CatalogEntry, ColId, ColumnKind, Counters, DbId, Lookup, Resolver, RowShape, SeriesId, TableId, validate_name};
 use crate::catalog_log::CatalogLog;
 use crate::error::{Error, Result};
 use crate::hours::{self, HourStats};
@@ -698,6 +698,16 @@ fn remove_dir_if_exists(dir: &Path) -> Result<()> {
 
 /// Drops, from WAL record `seq`, rows of tables that no longer exist (dropped after the record was
 /// written) and rows hidden by a tombstone written after the record (`seq < wal_seq`).
+/// Whether two rows name the same table, tags (in the same order) and fields with the same types: then
+/// their names resolve to the same columns.
+fn same_names(a: &WritePoint<'_>, b: &WritePoint<'_>) -> bool {
+    a.table == b.table
+        && a.tags.len() == b.tags.len()
+        && a.tags.iter().zip(b.tags.iter()).all(|((x, _), (y, _))| x == y)
+        && a.fields.len() == b.fields.len()
+        && a.fields.iter().zip(b.fields.iter()).all(|((x, u), (y, v))| x == y && u.field_type() == v.field_type())
+}
+
 fn filter_replayed(cat: &Catalog, tombstones: &TombstoneSet, seq: u64, mut b: WriteBatch) -> WriteBatch {
     let live = |t: TableId| cat.db_by_id(b.db).is_some_and(|d| d.table_by_id(t).is_some());
     let hidden = |t: TableId, s: SeriesId, ts: i64| {
@@ -889,6 +899,9 @@ impl Inner {
         let mut known: crate::FastMap<SeriesKey<'_>, (TableId, SeriesId)> = crate::FastMap::default();
         let mut keys = self.series_keys.lock();
         let mut last_fields: Option<FieldSet> = None;
+        // The columns the names of row `.0` resolved to, reused for a later row with the same names
+        // (`same_names`): the catalog's lock is held throughout and a write only adds to it.
+        let mut shape: Option<(usize, RowShape)> = None;
         for (i, p) in points.iter().enumerate() {
             if p.ts < cutoff {
                 rejected.push((p.line, Error::BeyondRetention { db: db.to_string(), ts: p.ts, cutoff, retention_ns }));
@@ -915,10 +928,26 @@ impl Inner {
             field_types.clear();
             field_types.extend(p.fields.iter().map(|(k, v)| (*k, v.field_type())));
             let db_cat = guard.db_by_id(db_id).ok_or_else(|| Error::internal("database vanished under write lock"))?;
-            let found = Resolver::lookup(db_cat, p.table, &p.tags, &field_types);
+            if shape.as_ref().is_none_or(|(j, _)| !same_names(&points[*j], p)) {
+                shape = match Resolver::shape(db_cat, p.table, &p.tags, &field_types) {
+                    Ok(s) => s.map(|s| (i, s)),
+                    Err(e) => {
+                        shape = None;
+                        if !e.is_user_error() {
+                            return Err(e);
+                        }
+                        rejected.push((p.line, e));
+                        continue;
+                    }
+                };
+            }
+            let found = match &shape {
+                Some((_, s)) => Resolver::lookup_shaped(db_cat, s, &p.tags),
+                None => Lookup::Missing,
+            };
             let resolved = match found {
-                Ok(Lookup::Found(r)) => Ok(r),
-                Ok(found) => {
+                Lookup::Found(r) => Ok(r),
+                found => {
                     let mut w = RwLockUpgradableReadGuard::upgrade(guard);
                     let r = match found {
                         Lookup::NewSeries(new) => Resolver::create_series(&mut w, db_id, new, &mut batch.entries),
@@ -927,7 +956,6 @@ impl Inner {
                     guard = RwLockWriteGuard::downgrade_to_upgradable(w);
                     r
                 }
-                Err(e) => Err(e),
             };
             match resolved {
                 Ok(r) => {

@@ -78,6 +78,66 @@ fn conflicting_lines_are_rejected_alone() {
     assert_eq!(read_all(&e, "db").len(), 2);
 }
 
+/// Rows of one request resolve their names once per run of rows with the same names (`same_names`):
+/// tags in another order, a conflicting type, a tag used as a field and a new field each take the full
+/// path, and every series gets its own tags whichever path found it.
+#[test]
+fn rows_sharing_names_in_a_request_resolve_like_rows_written_alone() {
+    let row = |line, tags: Vec<(&'static str, &'static str)>, fields: Vec<(&'static str, Value)>, ts| WritePoint {
+        line,
+        table: "cpu",
+        key: None,
+        tags: tags.into(),
+        fields: fields.into(),
+        ts,
+    };
+    let rows = vec![
+        row(1, vec![("host", "a"), ("dc", "x")], vec![("v", Value::Integer(1))], 1),
+        row(2, vec![("host", "b"), ("dc", "x")], vec![("v", Value::Integer(2))], 2),
+        row(3, vec![("host", "c"), ("dc", "y")], vec![("v", Value::Integer(3))], 3),
+        row(4, vec![("dc", "z"), ("host", "d")], vec![("v", Value::Integer(4))], 4),
+        row(5, vec![("host", "e"), ("dc", "x")], vec![("v", Value::Float(5.0))], 5),
+        row(6, vec![("host", "f"), ("dc", "x")], vec![("v", Value::Integer(6))], 6),
+        row(7, vec![("host", "g"), ("dc", "x")], vec![("dc", Value::Integer(7))], 7),
+        row(8, vec![("host", "a"), ("dc", "x")], vec![("v", Value::Integer(8)), ("w", Value::Integer(80))], 8),
+        row(9, vec![("host", "h"), ("dc", "y")], vec![("v", Value::Integer(9)), ("w", Value::Integer(90))], 9),
+        row(10, vec![("host", "c"), ("dc", "y")], vec![("v", Value::Integer(10))], 10),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let (together, alone) = (Engine::open(config(&dir.path().join("1"))).unwrap(), Engine::open(config(&dir.path().join("2"))).unwrap());
+    together.create_database("db", 0, false).unwrap();
+    alone.create_database("db", 0, false).unwrap();
+    let out = together.write("db", &rows).unwrap();
+    let mut rejected: Vec<_> = out.rejected.iter().map(|(line, e)| (*line, e.to_string())).collect();
+    let mut written = 0;
+    let mut alone_rejected = Vec::new();
+    for r in &rows {
+        let o = alone.write("db", std::slice::from_ref(r)).unwrap();
+        written += o.rows_written;
+        alone_rejected.extend(o.rejected.iter().map(|(line, e)| (*line, e.to_string())));
+    }
+    assert_eq!((out.rows_written, written), (8, 8));
+    rejected.sort();
+    assert_eq!(rejected, alone_rejected);
+    assert_eq!(rejected.iter().map(|(l, _)| *l).collect::<Vec<_>>(), vec![5, 7]);
+    // Each host's series carries its own dc, and its rows.
+    let host_rows = |e: &Engine| {
+        let cat = e.catalog();
+        let t = cat.db("db").unwrap().table("cpu").unwrap();
+        let (host, dc) = (t.column("host").unwrap().id, t.column("dc").unwrap().id);
+        (0..t.series_count() as u32)
+            .map(|s| (t.series_tag_value(s, host).unwrap().to_string(), t.series_tag_value(s, dc).unwrap().to_string()))
+            .collect::<Vec<_>>()
+    };
+    let series = host_rows(&together);
+    assert_eq!(series, host_rows(&alone));
+    let want: Vec<(String, String)> =
+        [("a", "x"), ("b", "x"), ("c", "y"), ("d", "z"), ("f", "x"), ("h", "y")].iter().map(|(h, d)| (h.to_string(), d.to_string())).collect();
+    assert_eq!(series, want);
+    assert_eq!(read_all(&together, "db"), read_all(&alone, "db"));
+    assert_eq!(read_all(&together, "db").len(), 8);
+}
+
 #[test]
 fn dropped_database_stays_dropped_across_restart_and_name_can_be_reused() {
     let dir = tempfile::tempdir().unwrap();
