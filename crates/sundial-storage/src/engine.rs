@@ -1141,8 +1141,11 @@ impl Inner {
             let cutoff = self.retention_cutoff(db);
             let mut w = PartitionedWriter::with_placement(&self.placement, db, table, self.config.partition_ns, f.generation)
                 .expect_series(mt.series.len());
-            let mut series: Vec<_> = mt.series.iter().collect();
-            series.sort_by_key(|(s, _)| **s);
+            // Sorted by a copy of each id: sorting by the id behind the map's reference read a random
+            // slot of the map at every comparison (5 % of the server's CPU loading TSBS's 10 M hosts,
+            // a million series per flush).
+            let mut series: Vec<_> = mt.series.iter().map(|(s, b)| (*s, b)).collect();
+            series.sort_unstable_by_key(|(s, _)| *s);
             // One set of buffers for every series (see `SeriesBuf::read_into`).
             let (mut rows, mut cols, mut col_ids) = (SeriesRows::default(), Vec::new(), Vec::new());
             for (sid, buf) in series {
@@ -1151,7 +1154,7 @@ impl Inner {
                 col_ids.extend(cols.iter().map(|(c, _)| *c));
                 debug_assert!(col_ids.iter().all(|c| col_types.contains_key(c)));
                 // The in-order part merged with the staged late rows (a linear merge), from the cutoff on.
-                buf.read_into(&mut rows, *sid, cutoff, i64::MAX, &cols);
+                buf.read_into(&mut rows, sid, cutoff, i64::MAX, &cols);
                 w.add_series(&rows, &col_ids)?;
             }
             for path in w.finish()? {
