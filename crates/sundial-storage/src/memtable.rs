@@ -32,6 +32,7 @@
 //! are merged (an over-estimate of the distinct rows, like the byte count after a delete).
 
 use std::collections::hash_map::Entry;
+use std::sync::Arc;
 
 use crate::FastMap as HashMap;
 use crate::batch::WriteBatch;
@@ -46,15 +47,18 @@ use crate::types::{Column, ColumnValues, FieldType, Value};
 /// Row-major by hand rather than a vector per column: a series' first row cost two allocations per
 /// column that way (≈ 2.4 KB for TSBS's ten fields), so at 100 K series a 256 MiB memtable was full of
 /// nearly empty vectors after one to three rows per series, and every flush wrote blocks of that many
-/// rows (38 MB segments for 330 K rows, which compaction then read back). Here a series costs three
-/// allocations whatever its width, and a row `8 + 8 × width` bytes. Slots hold a float's bits, an
+/// rows (38 MB segments for 330 K rows, which compaction then read back). Here a series costs two
+/// allocations whatever its width (its columns are a [`Schema`] shared with the table's other series),
+/// and a row `8 + 8 × width` bytes. Slots hold a float's bits, an
 /// integer, a boolean as 0/1, or the index of a string in [`Extra::strings`]; nulls are bits of a
 /// bitmap over the slots that exists only once some slot is null. Reads gather a column's slots into a
 /// [`Column`] (they copied column slices before: the same bytes, strided).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RowBuf {
     pub ts: Vec<i64>,
-    schema: Vec<(ColId, FieldType)>,
+    /// `None` before the first row. Shared with the other series of the table whose first row had the
+    /// same columns ([`MemTable`]'s last schema, see [`RowBuf::push`]).
+    schema: Option<Schema>,
     /// Row `i`'s value of column `k` is `slots[i * schema.len() + k]`.
     slots: Vec<u64>,
     /// Nulls and strings: `None` for rows of numbers and booleans without nulls (TSBS's).
@@ -68,6 +72,21 @@ struct Extra {
     strings: Vec<String>,
     /// Heap bytes of `strings`' contents (their capacities, allocator headers included).
     string_bytes: usize,
+}
+
+/// A series' columns with their types, in first-seen order. Shared: a table's series mostly have the
+/// same columns, and a list per series was an allocation to make, to free, and to fetch from memory at
+/// the flush for each of them (a tenth of the flush of a million new series).
+type Schema = Arc<[(ColId, FieldType)]>;
+
+/// What a new schema's allocation costs, for the accounting (counted once, by the series that made it).
+fn schema_bytes(s: &Schema) -> usize {
+    2 * std::mem::size_of::<usize>() + std::mem::size_of_val::<[(ColId, FieldType)]>(s) + ALLOC_BYTES
+}
+
+/// Whether a row's values set exactly `schema`'s columns, in its order, with its types.
+fn same_columns(schema: &[(ColId, FieldType)], values: &[(ColId, Value)]) -> bool {
+    values.len() == schema.len() && values.iter().zip(schema).all(|((c, v), (sc, ty))| c == sc && v.field_type() == *ty)
 }
 
 /// Replaces `v`'s contents by `items`, keeping its allocation.
@@ -118,21 +137,22 @@ impl RowBuf {
 
     /// The columns any row had, with their types, in first-seen order.
     pub fn schema(&self) -> &[(ColId, FieldType)] {
-        &self.schema
+        self.schema.as_deref().unwrap_or(&[])
     }
 
     fn width(&self) -> usize {
-        self.schema.len()
+        self.schema().len()
     }
 
     /// Bytes allocated on the heap for these rows, as the accounting counts them: every vector's
-    /// capacity plus an allocator header each, and the strings' bytes.
+    /// capacity plus an allocator header each, and the strings' bytes. The schema is shared, so it is
+    /// not here: [`RowBuf::push`] counts a new one once.
     pub fn heap_bytes(&self) -> usize {
         fn v<T>(x: &Vec<T>) -> usize {
             if x.capacity() == 0 { 0 } else { x.capacity() * std::mem::size_of::<T>() + ALLOC_BYTES }
         }
         let extra = |e: &Extra| std::mem::size_of::<Extra>() + ALLOC_BYTES + v(&e.nulls) + v(&e.strings) + e.string_bytes;
-        v(&self.ts) + v(&self.schema) + v(&self.slots) + self.extra.as_deref().map_or(0, extra)
+        v(&self.ts) + v(&self.slots) + self.extra.as_deref().map_or(0, extra)
     }
 
     fn is_null(&self, slot: usize) -> bool {
@@ -171,12 +191,16 @@ impl RowBuf {
     }
 
     /// Adds column `col` after the existing ones: every row so far gets a null slot for it (the rows
-    /// are laid out again, once per new column of the series).
-    fn add_column(&mut self, col: ColId, ty: FieldType) {
+    /// are laid out again, once per new column of the series). Returns the new schema's bytes.
+    fn add_column(&mut self, col: ColId, ty: FieldType) -> usize {
         let (w, n) = (self.width(), self.len());
-        self.schema.push((col, ty));
+        let mut cols = self.schema().to_vec();
+        cols.push((col, ty));
+        let schema: Schema = cols.into();
+        let bytes = schema_bytes(&schema);
+        self.schema = Some(schema);
         if n == 0 {
-            return;
+            return bytes;
         }
         let mut slots = Vec::with_capacity(n * (w + 1));
         let mut nulls = Vec::new();
@@ -193,17 +217,20 @@ impl RowBuf {
         }
         self.slots = slots;
         self.extra.get_or_insert_with(Box::default).nulls = nulls;
+        bytes
     }
 
     /// Appends one row; returns the growth of [`RowBuf::heap_bytes`] (vectors grow by doubling, so
-    /// most rows add nothing and some add the room for as many rows again).
-    fn push(&mut self, ts: i64, values: &[(ColId, Value)]) -> usize {
+    /// most rows add nothing and some add the room for as many rows again), plus a schema made here.
+    /// The first row takes `shared` as its schema when its columns are those (in that order, with
+    /// those types); otherwise its own columns become `shared`, for the next series.
+    fn push(&mut self, ts: i64, values: &[(ColId, Value)], shared: &mut Option<Schema>) -> usize {
         let before = self.heap_bytes();
         // Most rows set every column of the buffer, in its order, with its types (an agent sends the
         // same fields every row): appended straight, without a search of the schema per value and the
         // null bookkeeping below (a fifth of the write path's CPU at TSBS's ten fields).
         let w = self.width();
-        if w > 0 && values.len() == w && values.iter().zip(&self.schema).all(|((c, v), (sc, ty))| c == sc && v.field_type() == *ty) {
+        if w > 0 && same_columns(self.schema(), values) {
             self.ts.push(ts);
             self.slots.reserve(w);
             for (_, v) in values {
@@ -212,12 +239,28 @@ impl RowBuf {
             }
             return self.heap_bytes().saturating_sub(before);
         }
-        if self.schema.is_empty() {
-            self.schema.reserve_exact(values.len()); // most series have the same columns in every row
+        let mut made = 0;
+        if self.schema.is_none() {
+            match shared.as_ref().filter(|s| same_columns(s, values)) {
+                Some(s) => self.schema = Some(s.clone()),
+                None => {
+                    // Each column once, where it first comes, with that value's type.
+                    let mut cols: Vec<(ColId, FieldType)> = Vec::with_capacity(values.len());
+                    for (col, v) in values {
+                        if !cols.iter().any(|(c, _)| c == col) {
+                            cols.push((*col, v.field_type()));
+                        }
+                    }
+                    let schema: Schema = cols.into();
+                    made += schema_bytes(&schema);
+                    *shared = Some(schema.clone());
+                    self.schema = Some(schema);
+                }
+            }
         }
         for (col, v) in values {
-            if !self.schema.iter().any(|(c, _)| c == col) {
-                self.add_column(*col, v.field_type());
+            if !self.schema().iter().any(|(c, _)| c == col) {
+                made += self.add_column(*col, v.field_type());
             }
         }
         let w = self.width();
@@ -225,9 +268,10 @@ impl RowBuf {
         self.ts.push(ts);
         self.slots.resize(base + w, 0);
         let mut set = RowMask::new(w);
+        let schema = self.schema.clone().expect("made above");
         for (col, v) in values {
-            let k = self.schema.iter().position(|(c, _)| c == col).expect("added above");
-            if v.field_type() != self.schema[k].1 {
+            let k = schema.iter().position(|(c, _)| c == col).expect("added above");
+            if v.field_type() != schema[k].1 {
                 continue; // a value of another type than the column's is a null, as in a typed column
             }
             // The same column twice in one row: the later value wins.
@@ -241,7 +285,7 @@ impl RowBuf {
                 }
             }
         }
-        self.heap_bytes().saturating_sub(before)
+        self.heap_bytes().saturating_sub(before) + made
     }
 
     /// Appends a row at `ts` taking column `k`'s value (or null) from row `pick(k)` of `src` (same
@@ -255,7 +299,7 @@ impl RowBuf {
             match pick(k).filter(|i| !src.is_null(i * w + k)) {
                 Some(i) => {
                     let x = src.slots[i * w + k];
-                    let x = if src.schema[k].1 == FieldType::String {
+                    let x = if src.schema()[k].1 == FieldType::String {
                         self.push_string(src.strings()[x as usize].clone())
                     } else {
                         x
@@ -284,11 +328,11 @@ impl RowBuf {
 
     /// [`RowBuf::column_range`] into `out`, reusing its vectors when it holds a column of that type.
     fn column_range_into(&self, col: ColId, range: std::ops::Range<usize>, out: &mut Option<Column>) {
-        let Some(k) = self.schema.iter().position(|(c, _)| *c == col) else {
+        let Some(k) = self.schema().iter().position(|(c, _)| *c == col) else {
             *out = None;
             return;
         };
-        let ty = self.schema[k].1;
+        let ty = self.schema()[k].1;
         let c = match out {
             Some(c) if c.field_type() == ty => c,
             _ => out.insert(Column::new(ty)),
@@ -311,12 +355,12 @@ impl RowBuf {
 
     /// The rows of `rows` (sorted or not) as a buffer with columns `cols`.
     fn from_rows(rows: &SeriesRows, cols: &[(ColId, FieldType)]) -> RowBuf {
-        let mut out = RowBuf { schema: cols.to_vec(), ..RowBuf::default() };
+        let mut out = RowBuf { schema: Some(cols.into()), ..RowBuf::default() };
         let mut values = Vec::with_capacity(cols.len());
         for (i, t) in rows.ts.iter().enumerate() {
             values.clear();
             values.extend(cols.iter().zip(&rows.cols).filter_map(|((id, _), c)| Some((*id, c.as_ref()?.get(i)?))));
-            out.push(*t, &values);
+            out.push(*t, &values, &mut None);
         }
         out
     }
@@ -409,14 +453,14 @@ pub struct SeriesBuf {
 impl SeriesBuf {
     /// Appends one row, to the in-order part if its timestamp is above that part's last, else to the
     /// staging area; returns the approximate bytes added.
-    fn push(&mut self, ts: i64, values: &[(ColId, Value)]) -> usize {
+    fn push(&mut self, ts: i64, values: &[(ColId, Value)], shared: &mut Option<Schema>) -> usize {
         match self.in_order.ts.last() {
-            Some(last) if ts <= *last => self.push_late(ts, values),
-            _ => self.in_order.push(ts, values),
+            Some(last) if ts <= *last => self.push_late(ts, values, shared),
+            _ => self.in_order.push(ts, values, shared),
         }
     }
 
-    fn push_late(&mut self, ts: i64, values: &[(ColId, Value)]) -> usize {
+    fn push_late(&mut self, ts: i64, values: &[(ColId, Value)], shared: &mut Option<Schema>) -> usize {
         let mut bytes = 0;
         let st = self.staged.get_or_insert_with(|| {
             bytes += std::mem::size_of::<Staging>() + ALLOC_BYTES;
@@ -425,7 +469,7 @@ impl SeriesBuf {
         if st.rows.ts.last().is_some_and(|last| *last >= ts) {
             st.sorted = false;
         }
-        bytes + st.rows.push(ts, values)
+        bytes + st.rows.push(ts, values, shared)
     }
 
     /// Heap bytes of both parts (see [`RowBuf::heap_bytes`]) and of the staging area's box.
@@ -489,8 +533,8 @@ impl SeriesBuf {
     /// [`SeriesBuf::columns`] into `out` (cleared first).
     pub fn columns_into(&self, out: &mut Vec<(ColId, FieldType)>) {
         out.clear();
-        out.extend_from_slice(&self.in_order.schema);
-        for (c, ty) in self.staged.iter().flat_map(|s| &s.rows.schema) {
+        out.extend_from_slice(self.in_order.schema());
+        for (c, ty) in self.staged.iter().flat_map(|s| s.rows.schema()) {
             if !out.iter().any(|(o, _)| o == c) {
                 out.push((*c, *ty));
             }
@@ -644,6 +688,9 @@ pub struct MemTable {
     /// Series the map was made with room for (see [`MemGen::sizes`]), already counted in
     /// [`MemGen::bytes`] at [`SERIES_OVERHEAD_BYTES`] each.
     reserved: usize,
+    /// The columns of the last series whose first row brought new ones: the next series with the same
+    /// first row's columns shares them ([`RowBuf::push`]).
+    schema: Option<Schema>,
 }
 
 /// All rows written between two flushes. Frozen generations are immutable and shared with readers.
@@ -681,7 +728,7 @@ impl MemGen {
                     let reserved = self.sizes.get(&key).copied().unwrap_or(0);
                     self.bytes += reserved * SERIES_OVERHEAD_BYTES;
                     let series = HashMap::with_capacity_and_hasher(reserved, Default::default());
-                    e.insert(MemTable { series, reserved })
+                    e.insert(MemTable { series, reserved, schema: None })
                 }
             };
             while let Some(r) = b.rows.get(i).filter(|r| r.table == key.1) {
@@ -692,7 +739,7 @@ impl MemGen {
                     }
                     SeriesBuf::default()
                 });
-                self.bytes += s.push(r.ts, b.row_values(i));
+                self.bytes += s.push(r.ts, b.row_values(i), &mut table.schema);
                 i += 1;
             }
         }
@@ -1049,10 +1096,43 @@ mod tests {
     }
 
     #[test]
-    fn a_series_buffer_is_three_vectors_and_two_pointers() {
-        // Timestamps, columns, slots, the boxed nulls/strings and the boxed staging area: what a series
-        // without late rows, nulls or strings costs in the map beside its three allocations.
-        assert_eq!(std::mem::size_of::<SeriesBuf>(), 3 * std::mem::size_of::<Vec<u8>>() + 2 * 8);
+    fn a_series_buffer_is_two_vectors_a_shared_schema_and_two_pointers() {
+        // Timestamps, slots, the shared columns (a pointer and a length), the boxed nulls/strings and the
+        // boxed staging area: what a series without late rows, nulls or strings costs in the map beside
+        // its two allocations.
+        assert_eq!(std::mem::size_of::<SeriesBuf>(), 2 * std::mem::size_of::<Vec<u8>>() + 2 * 8 + 2 * 8);
+    }
+
+    /// Series whose first rows have the same columns share one schema; a series with other columns, or
+    /// one that gains a column later, gets its own, and every series reads back its own values.
+    #[test]
+    fn series_with_the_same_columns_share_one_schema() {
+        let mut g = MemGen::default();
+        let mut b = WriteBatch::new(0);
+        let ab = |x: i64| [(1, Value::Integer(x)), (2, Value::Float(x as f64))];
+        for s in 0..3 {
+            b.push_row(0, s, 10, ab(s as i64));
+        }
+        b.push_row(0, 3, 10, [(2, Value::Float(3.0))]);
+        b.push_row(0, 4, 10, ab(4));
+        b.push_row(0, 1, 20, [(1, Value::Integer(11)), (2, Value::Float(11.0)), (5, Value::Boolean(true))]);
+        g.apply(&b);
+        let t = g.table(0, 0).unwrap();
+        let schema = |s: SeriesId| t.series[&s].in_order().schema.clone().unwrap();
+        assert!(Arc::ptr_eq(&schema(0), &schema(2)), "same first columns, one schema");
+        assert!(!Arc::ptr_eq(&schema(0), &schema(3)) && !Arc::ptr_eq(&schema(0), &schema(1)));
+        assert!(!Arc::ptr_eq(&schema(0), &schema(4)), "series 3 came between with other columns");
+        assert_eq!(&schema(4)[..], &schema(0)[..]);
+        assert_eq!(t.series[&0].in_order().schema(), &[(1, FieldType::Integer), (2, FieldType::Float)]);
+        assert_eq!(t.series[&1].in_order().schema(), &[(1, FieldType::Integer), (2, FieldType::Float), (5, FieldType::Boolean)]);
+        let cols = [(1, FieldType::Integer), (2, FieldType::Float), (5, FieldType::Boolean)];
+        let r = t.series[&1].read(1, i64::MIN, i64::MAX, &cols);
+        assert_eq!(r.cols[0].as_ref().unwrap().values, ColumnValues::Integer(vec![1, 11]));
+        assert_eq!(r.cols[2].as_ref().unwrap().validity, vec![false, true]);
+        let r = t.series[&2].read(2, i64::MIN, i64::MAX, &cols);
+        assert_eq!((r.ts.clone(), r.cols[1].as_ref().unwrap().values.clone()), (vec![10], ColumnValues::Float(vec![2.0])));
+        assert!(r.cols[2].is_none());
+        assert!(g.bytes >= g.heap_bytes());
     }
 
     #[test]
