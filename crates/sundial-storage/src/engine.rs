@@ -696,8 +696,6 @@ fn remove_dir_if_exists(dir: &Path) -> Result<()> {
     }
 }
 
-/// Drops, from WAL record `seq`, rows of tables that no longer exist (dropped after the record was
-/// written) and rows hidden by a tombstone written after the record (`seq < wal_seq`).
 /// Whether two rows name the same table, tags (in the same order) and fields with the same types: then
 /// their names resolve to the same columns.
 fn same_names(a: &WritePoint<'_>, b: &WritePoint<'_>) -> bool {
@@ -708,6 +706,8 @@ fn same_names(a: &WritePoint<'_>, b: &WritePoint<'_>) -> bool {
         && a.fields.iter().zip(b.fields.iter()).all(|((x, u), (y, v))| x == y && u.field_type() == v.field_type())
 }
 
+/// Drops, from WAL record `seq`, rows of tables that no longer exist (dropped after the record was
+/// written) and rows hidden by a tombstone written after the record (`seq < wal_seq`).
 fn filter_replayed(cat: &Catalog, tombstones: &TombstoneSet, seq: u64, mut b: WriteBatch) -> WriteBatch {
     let live = |t: TableId| cat.db_by_id(b.db).is_some_and(|d| d.table_by_id(t).is_some());
     let hidden = |t: TableId, s: SeriesId, ts: i64| {
