@@ -1,22 +1,5 @@
 #!/bin/bash
-# load-ab.sh FILE ROWS "BIN ARGS"...: committed rows/s and server CPU
-. "$(dirname "$0")/../2026-11-23-vm/serve.sh"
-FILE=$1 ROWS=$2; shift 2
-W=${TMPDIR:-/tmp}/sundial-load-ab PORT=18116
-for SPEC in "$@"; do
-  rm -rf $W; mkdir -p $W
-  BIN=${SPEC%% *}; EXTRA=${SPEC#"$BIN"}
-  "$BIN" serve --data-dir $W/data --http-addr 127.0.0.1:$PORT --pg-addr 127.0.0.1:0 --flush-idle-secs 10 $EXTRA > $W/server.log 2>&1 &
-  SP=$!
-  for _ in $(seq 100); do curl -s -o /dev/null -w '%{http_code}' "127.0.0.1:$PORT/ping" | grep -q 204 && break; sleep 0.1; done
-  create_benchmark_db $PORT
-  t0=$(date +%s.%N); c0=$(awk '{print $14+$15}' /proc/$SP/stat)
-  load_influx $PORT $W/load.log "$FILE"
-  while :; do
-    n=$(curl -s -G 127.0.0.1:$PORT/query --data-urlencode db=benchmark --data-urlencode 'q=SELECT count(usage_user) FROM cpu' | grep -o '"values":\[\[[^]]*' | grep -o '[0-9]*$')
-    [ "$n" = "$ROWS" ] && break; sleep 0.05
-  done
-  t1=$(date +%s.%N); c1=$(awk '{print $14+$15}' /proc/$SP/stat)
-  printf "%-50s committed %6.2f s = %7.0f rows/s  server cpu %6.2f s\n" "$(basename "$SPEC")" "$(echo "$t1-$t0" | bc)" "$(echo "$ROWS/($t1-$t0)" | bc)" "$(echo "($c1-$c0)/100" | bc -l)"
-  kill $SP; wait $SP 2>/dev/null
-done
+# load-ab.sh FILE ROWS "BIN ARGS"...: committed rows/s and server CPU of each binary, alternating.
+# The measurement NOTES.md quotes; its one copy now lives beside the next run, which also prints each
+# server's minor page faults in front of the same line.
+exec bash "$(dirname "$0")/../2026-11-26-epyc10/load-ab.sh" "$@"

@@ -353,16 +353,18 @@ impl Engine {
         let mut mem = MemState::default();
         let mut replayed = 0u64;
         let next_seq = wal::replay(&dir.join("wal"), |seq, payload| {
-            let b = WriteBatch::decode(payload).ok_or_else(|| Error::Corrupt {
+            let mut b = WriteBatch::decode(payload).ok_or_else(|| Error::Corrupt {
                 path: dir.join("wal"),
                 offset: seq,
                 what: format!("WAL record {seq} is checksummed but does not decode (written by a newer version?)"),
             })?;
-            for e in &b.entries {
+            // The entries go to the generation as they are (applying rows does not read them).
+            let entries = std::mem::take(&mut b.entries);
+            for e in &entries {
                 catalog.apply(e)?;
             }
-            if !b.entries.is_empty() {
-                mem.active_entries.push(b.entries.clone());
+            if !entries.is_empty() {
+                mem.active_entries.push(entries);
             }
             mem.active.apply(&filter_replayed(&catalog, &tombstones, seq, b));
             replayed += 1;
@@ -702,8 +704,12 @@ fn same_names(a: &WritePoint<'_>, b: &WritePoint<'_>) -> bool {
     a.table == b.table
         && a.tags.len() == b.tags.len()
         && a.tags.iter().zip(b.tags.iter()).all(|((x, _), (y, _))| x == y)
-        && a.fields.len() == b.fields.len()
-        && a.fields.iter().zip(b.fields.iter()).all(|((x, u), (y, v))| x == y && u.field_type() == v.field_type())
+        && same_fields(&a.fields, &b.fields)
+}
+
+/// Whether two rows' fields have the same names and types, in the same order.
+fn same_fields(a: &[(&str, Value)], b: &[(&str, Value)]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|((x, u), (y, v))| x == y && u.field_type() == v.field_type())
 }
 
 /// Drops, from WAL record `seq`, rows of tables that no longer exist (dropped after the record was
@@ -916,11 +922,7 @@ impl Inner {
             // set is reused only from a row this request resolved through the catalog, under the lock
             // it still holds, and table ids are never reused: a table equal to that row's is live.
             if let (Some((table, series)), Some((t, cols, prev))) = (seen, &last_fields) {
-                let prev = &points[*prev].fields;
-                let same = *t == table
-                    && prev.len() == p.fields.len()
-                    && prev.iter().zip(p.fields.iter()).all(|((a, va), (b, vb))| a == b && va.field_type() == vb.field_type());
-                if same {
+                if *t == table && same_fields(&points[*prev].fields, &p.fields) {
                     batch.push_row(table, series, p.ts, cols.iter().zip(p.fields.iter()).map(|((col, _), (_, v))| (*col, v.clone())));
                     continue;
                 }
@@ -928,26 +930,16 @@ impl Inner {
             field_types.clear();
             field_types.extend(p.fields.iter().map(|(k, v)| (*k, v.field_type())));
             let db_cat = guard.db_by_id(db_id).ok_or_else(|| Error::internal("database vanished under write lock"))?;
-            if shape.as_ref().is_none_or(|(j, _)| !same_names(&points[*j], p)) {
-                shape = match Resolver::shape(db_cat, p.table, &p.tags, &field_types) {
-                    Ok(s) => s.map(|s| (i, s)),
-                    Err(e) => {
-                        shape = None;
-                        if !e.is_user_error() {
-                            return Err(e);
-                        }
-                        rejected.push((p.line, e));
-                        continue;
-                    }
-                };
-            }
             let found = match &shape {
-                Some((_, s)) => Resolver::lookup_shaped(db_cat, s, &p.tags),
-                None => Lookup::Missing,
+                Some((j, s)) if same_names(&points[*j], p) => Ok(Resolver::lookup_shaped(db_cat, s, &p.tags)),
+                _ => Resolver::shape(db_cat, p.table, &p.tags, &field_types).map(|s| {
+                    shape = s.map(|s| (i, s));
+                    shape.as_ref().map_or(Lookup::Missing, |(_, s)| Resolver::lookup_shaped(db_cat, s, &p.tags))
+                }),
             };
             let resolved = match found {
-                Lookup::Found(r) => Ok(r),
-                found => {
+                Ok(Lookup::Found(r)) => Ok(r),
+                Ok(found) => {
                     let mut w = RwLockUpgradableReadGuard::upgrade(guard);
                     let r = match found {
                         Lookup::NewSeries(new) => Resolver::create_series(&mut w, db_id, new, &mut batch.entries),
@@ -956,6 +948,7 @@ impl Inner {
                     guard = RwLockWriteGuard::downgrade_to_upgradable(w);
                     r
                 }
+                Err(e) => Err(e),
             };
             match resolved {
                 Ok(r) => {
