@@ -11,13 +11,17 @@
 //!                                  version 1 named them t<table>-g<generation>.seg)
 //! ```
 //!
-//! Concurrency: writers are serialised by `write_lock` (resolve names, append to the WAL, apply to the
-//! active memtable) and then wait for durability outside it, so concurrent requests share fsyncs.
+//! Concurrency: writers resolve names (and create series) one at a time under `write_lock`, each taking
+//! a ticket there; they encode their WAL record outside every lock, append it to the WAL and apply it to
+//! the active memtable at their ticket's turn (`engine/turns.rs`: in the order of the resolves), and
+//! then wait for durability, so concurrent requests share fsyncs. Everything else that changes the
+//! catalog, the WAL or the memtables takes `write_lock` and waits for the issued turns to end
+//! (`Inner::lock_writes`).
 //! Readers never take `write_lock`: they snapshot the segment list and memtables under short read locks.
 //!
 //! Flush protocol (crash-safe in every order of partial completion):
-//! 1. under `write_lock`: rotate the WAL and freeze the active memtable (it now covers exactly the WAL
-//!    files before the rotation point);
+//! 1. at a write's turn, or under `write_lock` with every turn ended: rotate the WAL and freeze the
+//!    active memtable (it now covers exactly the WAL files before the rotation point);
 //! 2. append the generation's catalog entries to `catalog.log` and fsync;
 //! 3. write one segment per (table, partition) as `*.seg.tmp`, fsync, rename, fsync the directories;
 //! 4. publish the segments, then drop the frozen memtable;
@@ -253,6 +257,8 @@ struct Inner {
     catalog_log_check_due: AtomicBool,
     wal: Wal,
     write_lock: Mutex<()>,
+    /// The order of writes between `write_lock` and their WAL append and memtable apply.
+    turns: turns::Turns,
     /// Series keys as clients wrote them → their series; locked inside `write_lock`.
     series_keys: Mutex<series_keys::SeriesKeys>,
     mem: RwLock<MemState>,
@@ -394,6 +400,7 @@ impl Engine {
             catalog_log_check_due: AtomicBool::new(true),
             wal,
             write_lock: Mutex::new(()),
+            turns: turns::Turns::default(),
             series_keys: Mutex::new(series_keys::SeriesKeys::new()),
             mem: RwLock::new(mem),
             segments: RwLock::new(segments),
@@ -450,7 +457,7 @@ impl Engine {
 
     pub fn create_database(&self, name: &str, retention_ns: i64, if_not_exists: bool) -> Result<()> {
         validate_name(name)?;
-        let _w = self.inner.write_lock.lock();
+        let _w = self.inner.lock_writes();
         let mut cat = self.inner.catalog.write();
         if cat.db(name).is_some() {
             return if if_not_exists { Ok(()) } else { Err(Error::DatabaseExists { name: name.to_string() }) };
@@ -470,7 +477,7 @@ impl Engine {
 
     /// Drops a database and deletes its files. Unknown names are an error unless `if_exists`.
     pub fn drop_database(&self, name: &str, if_exists: bool) -> Result<()> {
-        let _w = self.inner.write_lock.lock();
+        let _w = self.inner.lock_writes();
         let mut cat = self.inner.catalog.write();
         let Some(db) = cat.db(name).map(|d| d.id) else {
             return if if_exists { Ok(()) } else { Err(Error::DatabaseNotFound { name: name.to_string() }) };
@@ -490,7 +497,7 @@ impl Engine {
 
     /// Drops a table (measurement) of a database and deletes its segment files.
     pub fn drop_table(&self, db_name: &str, table: &str) -> Result<()> {
-        let _w = self.inner.write_lock.lock();
+        let _w = self.inner.lock_writes();
         let mut cat = self.inner.catalog.write();
         let db = cat.db(db_name).ok_or_else(|| Error::DatabaseNotFound { name: db_name.to_string() })?;
         let Some(t) = db.table(table).map(|t| t.id) else { return Ok(()) };
@@ -523,8 +530,11 @@ impl Engine {
         if batch.rows.is_empty() && batch.entries.is_empty() {
             return Ok(WriteOutcome { rows_written: 0, rejected });
         }
+        let ticket = self.inner.turns.ticket(&w);
+        drop(w);
         let mut payload = Vec::with_capacity(batch.encoded_len_hint());
         batch.encode(&mut payload);
+        let turn = ticket.wait();
         let seq = self.inner.wal.append(&payload).inspect_err(|e| self.inner.poison(e))?;
         let rows_written = batch.rows.len();
         let full = {
@@ -536,9 +546,9 @@ impl Engine {
             mem.active.bytes >= self.inner.config.memtable_bytes_max
         };
         if full {
-            self.inner.freeze(&w)?;
+            self.inner.freeze(Quiet::Turn(&turn))?;
         }
-        drop(w);
+        drop(turn);
         self.inner.wal.wait(seq).inspect_err(|e| self.inner.poison(e))?;
         Ok(WriteOutcome { rows_written, rejected })
     }
@@ -546,8 +556,8 @@ impl Engine {
     /// Flushes everything written so far into segment files and waits for it.
     pub fn flush(&self) -> Result<()> {
         {
-            let w = self.inner.write_lock.lock();
-            self.inner.freeze(&w)?;
+            let w = self.inner.lock_writes();
+            self.inner.freeze(Quiet::Lock(&w))?;
         }
         self.inner.flush_pending()
     }
@@ -849,6 +859,13 @@ fn dir_id(path: &Path, prefix: &str) -> Option<i64> {
     path.file_name()?.to_str()?.strip_prefix(prefix)?.parse().ok()
 }
 
+/// Proof that no other write appends to the WAL or applies to the memtable while it lives: the caller's
+/// own turn ([`turns::Turn`]), or `write_lock` taken through [`Inner::lock_writes`].
+enum Quiet<'a> {
+    Turn(#[allow(dead_code)] &'a turns::Turn<'a>),
+    Lock(#[allow(dead_code)] &'a parking_lot::MutexGuard<'a, ()>),
+}
+
 impl Inner {
     /// Sorts the active memtable's unsorted staging areas (late rows) of `series` in place (see
     /// `MemGen::sort_staging`); the read lock answers the common case, where there is nothing to sort.
@@ -1003,8 +1020,17 @@ impl Inner {
         }
     }
 
-    /// Rotates the WAL and freezes the active memtable. Requires the write lock (proved by the guard).
-    fn freeze(&self, _w: &parking_lot::MutexGuard<'_, ()>) -> Result<()> {
+    /// `write_lock`, once no write is between its ticket and the end of its turn (none can take one
+    /// while the lock is held): what every change other than a write's takes.
+    fn lock_writes(&self) -> parking_lot::MutexGuard<'_, ()> {
+        let w = self.write_lock.lock();
+        self.turns.drain(&w);
+        w
+    }
+
+    /// Rotates the WAL and freezes the active memtable. Requires that no other write appends or
+    /// applies meanwhile (proved by `_quiet`).
+    fn freeze(&self, _quiet: Quiet<'_>) -> Result<()> {
         {
             let mem = self.mem.read();
             if mem.active.is_empty() && mem.active_entries.is_empty() {
@@ -1089,8 +1115,8 @@ impl Inner {
                 || active.last_write.is_some_and(|w| w.elapsed() >= self.config.flush_idle)
         };
         if old {
-            let w = self.write_lock.lock();
-            self.freeze(&w)?;
+            let w = self.lock_writes();
+            self.freeze(Quiet::Lock(&w))?;
         }
         Ok(())
     }
@@ -1555,6 +1581,7 @@ mod maintenance;
 mod series_keys;
 mod summary;
 mod tail;
+mod turns;
 pub use catalog_rewrite::CatalogLogRewrite;
 pub use maintenance::{COMPACTION_STATUS_PENDING_MAX, CompactionReport, CompactionStatus};
 pub use summary::{ColumnSummary, RangeSummary};

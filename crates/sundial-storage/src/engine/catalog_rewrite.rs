@@ -80,7 +80,7 @@ impl Engine {
     /// Rewrites `catalog.log` as a snapshot now, whatever its dead weight (tests, tools).
     pub fn rewrite_catalog_log_now(&self) -> Result<CatalogLogRewrite> {
         self.inner.check_poisoned()?;
-        let w = self.inner.write_lock.lock();
+        let w = self.inner.lock_writes();
         self.inner.rewrite_catalog_log(&w)
     }
 
@@ -124,10 +124,13 @@ impl Inner {
     /// open); otherwise a busy lock postpones the check to the next flush-loop turn.
     pub(super) fn maybe_rewrite_catalog_log(&self, wait: bool) {
         let w = if wait {
-            self.write_lock.lock()
+            self.lock_writes()
         } else {
             match self.write_lock.try_lock() {
-                Some(w) => w,
+                Some(w) => {
+                    self.turns.drain(&w);
+                    w
+                }
                 None => {
                     self.catalog_log_check_due.store(true, Ordering::SeqCst);
                     return;

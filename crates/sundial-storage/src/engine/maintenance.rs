@@ -209,7 +209,7 @@ impl Engine {
                 fix: "use 0 to keep data forever, or a positive duration",
             });
         }
-        let _w = self.inner.write_lock.lock();
+        let _w = self.inner.lock_writes();
         let mut cat = self.inner.catalog.write();
         let id = cat.db(db).ok_or_else(|| Error::DatabaseNotFound { name: db.to_string() })?.id;
         let e = CatalogEntry::SetRetention { db: id, retention_ns };
@@ -234,7 +234,7 @@ impl Engine {
     /// [`limits::TOMBSTONES_PER_TABLE_MAX`] deletes per table.
     pub fn delete(&self, db: &str, table: &str, series: Option<&[SeriesId]>, ts_min: i64, ts_max: i64) -> Result<()> {
         self.inner.check_poisoned()?;
-        let _w = self.inner.write_lock.lock();
+        let _w = self.inner.lock_writes();
         let (db_id, table_id) = {
             let cat = self.inner.catalog.read();
             let d = cat.db(db).ok_or_else(|| Error::DatabaseNotFound { name: db.to_string() })?;
