@@ -1028,6 +1028,13 @@ impl Inner {
         w
     }
 
+    /// [`Inner::lock_writes`] if `write_lock` is free now, else `None`.
+    fn try_lock_writes(&self) -> Option<parking_lot::MutexGuard<'_, ()>> {
+        let w = self.write_lock.try_lock()?;
+        self.turns.drain(&w);
+        Some(w)
+    }
+
     /// Rotates the WAL and freezes the active memtable. Requires that no other write appends or
     /// applies meanwhile (proved by `_quiet`).
     fn freeze(&self, _quiet: Quiet<'_>) -> Result<()> {

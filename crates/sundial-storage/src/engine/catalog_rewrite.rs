@@ -126,11 +126,8 @@ impl Inner {
         let w = if wait {
             self.lock_writes()
         } else {
-            match self.write_lock.try_lock() {
-                Some(w) => {
-                    self.turns.drain(&w);
-                    w
-                }
+            match self.try_lock_writes() {
+                Some(w) => w,
                 None => {
                     self.catalog_log_check_due.store(true, Ordering::SeqCst);
                     return;

@@ -13,8 +13,8 @@ const HOSTS: [&str; 4] = ["h0", "h1", "h2", "h3"];
 const PARTITION_NS: i64 = 1000;
 const TS_SPAN: i64 = 5 * PARTITION_NS;
 
-/// xorshift64*: deterministic, dependency-free.
-struct Rng(u64);
+/// xorshift64*: deterministic, dependency-free (also drives `tests.rs`'s concurrent writers).
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -24,7 +24,7 @@ impl Rng {
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(super) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 
