@@ -98,6 +98,24 @@ def test_malformed_lines_are_reported_with_line_numbers_and_valid_lines_are_kept
     assert server.rows("SELECT v FROM m ORDER BY time", "db") == [{"v": 1}, {"v": 3}, {"v": 6}]
 
 
+def test_lines_the_parser_accepts_but_influxdb_refuses_are_reported_in_line_order(server):
+    # A tag named `time`, a line whose only field is `time`, a timestamp out of range at the precision:
+    # each refused with its line number, among parse errors and valid lines, which are kept.
+    create_db(server)
+    big = 9_300_000_000  # seconds: × 1e9 passes i64
+    body = "\n".join(["m,time=x v=1i 1", "m v=2i 2", "m v= 3", f"m v=4i {big}", "m time=5i 5", "m,t=a v=6i 6"])
+    r = server.write("db", body, params={"precision": "s"})
+    assert r.status_code == 400, r.text
+    j = r.json()
+    assert j["written"] == 2 and j["rejected"] == 4, j
+    assert [x["line"] for x in j["rejections"]] == [1, 3, 4, 5], j
+    msgs = [x["error"] for x in j["rejections"]]
+    assert 'input tag "time" on measurement "m"' in msgs[0], msgs
+    assert "out of range" in msgs[2], msgs
+    assert 'input field "time" on measurement "m"' in msgs[3], msgs
+    assert server.rows("SELECT v FROM m ORDER BY time", "db") == [{"v": 2}, {"v": 6}]
+
+
 def test_all_lines_bad_is_400_without_partial(server):
     create_db(server)
     r = server.write("db", "m v=\n")

