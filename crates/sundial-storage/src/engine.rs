@@ -70,6 +70,14 @@ use crate::wal::{self, SyncPolicy, Wal};
 /// `Inner::resolve`).
 const KNOWN_SERIES_PRESIZE: usize = 1024;
 
+/// Rows of new series in a row after which a request's [`Inner::prelookup`] stops asking the catalog: a
+/// request of new series wastes this many lookups (the resolve makes them again under `write_lock`).
+const PRELOOKUP_NEW_RUN_MAX: usize = 32;
+
+/// Rows a [`Inner::prelookup`] looks up between yields of its read locks to a waiting writer (another
+/// request's resolve adding series): at most about 0.1 ms of lookups.
+const PRELOOKUP_BUMP_ROWS: usize = 256;
+
 /// Engine settings. Every field has a documented default (see [`EngineConfig::new`]).
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -231,11 +239,12 @@ pub struct Frozen {
     pub generation: u64,
 }
 
-/// [`Inner::cached_keys`]: per point, its key's hash and the series the cache of series keys had for it
-/// (`None` for a point without a key), for database `db`.
-struct CachedKeys {
+/// [`Inner::prelookup`] of a request's points, for database `db`: per point, its key's hash (`None`
+/// without a key) and the series it named then (`None` where neither the cache of series keys nor the
+/// catalog had it, or the catalog was not asked).
+struct Prelookup {
     db: DbId,
-    found: Vec<Option<(series_keys::KeyHash, Option<(TableId, SeriesId)>)>>,
+    rows: Vec<(Option<series_keys::KeyHash>, Option<(TableId, SeriesId)>)>,
 }
 
 #[derive(Default)]
@@ -532,10 +541,10 @@ impl Engine {
     /// others are applied and durable (under the sync policy) when this returns.
     pub fn write(&self, db: &str, points: &[WritePoint<'_>]) -> Result<WriteOutcome> {
         self.inner.check_poisoned()?;
-        let cached = self.inner.cached_keys(db, points);
+        let pre = self.inner.prelookup(db, points);
         let w = self.inner.write_lock.lock();
         self.inner.stall_if_behind()?;
-        let (batch, rejected) = self.inner.resolve(db, points, cached.as_ref())?;
+        let (batch, rejected) = self.inner.resolve(db, points, pre.as_ref())?;
         if batch.rows.is_empty() && batch.entries.is_empty() {
             return Ok(WriteOutcome { rows_written: 0, rejected });
         }
@@ -905,33 +914,66 @@ impl Inner {
         self.poisoned.lock().get_or_insert_with(|| e.to_string());
     }
 
-    /// What the cache of series keys says each of `points` names, looked up before the write takes
-    /// `write_lock` (under the cache's read lock): `None` when `db` does not exist.
+    /// The series each of `points` names, looked up before the write takes `write_lock`: in the cache
+    /// of series keys, and where a keyed row misses it (or has no key), in the catalog. `None` when `db`
+    /// does not exist.
     ///
-    /// Why before: at 100 K hosts (TSBS scenario 3) a lookup is a cache miss or two (the slot, the key's
-    /// text), 8 % of the server's CPU while loading, serial under `write_lock`. Here they run beside the
-    /// other request's resolve, and in a loop of lookups alone the processor overlaps the misses of
-    /// several rows. The answers are used as [`Inner::resolve`] used the cache's: a key names a series
-    /// for as long as its table lives, and a row is taken from the cache only for a table the request
-    /// resolved through the catalog under `write_lock`; a key inserted since is looked up again there.
-    fn cached_keys(&self, db: &str, points: &[WritePoint<'_>]) -> Option<CachedKeys> {
-        let db_id = self.catalog.read().db(db)?.id;
-        let keys = self.series_keys.read();
-        let found = points
-            .iter()
-            .map(|p| {
-                p.key.map(|key| {
-                    let h = keys.hash(db_id, key);
-                    (h, keys.get(h, db_id, key))
-                })
-            })
-            .collect();
-        Some(CachedKeys { db: db_id, found })
+    /// Why before: at 100 K hosts (TSBS scenario 3) a cache lookup is a cache miss or two (the slot, the
+    /// key's text), 8 % of the server's CPU while loading; at 1 M hosts (scenario 4) the cache holds too
+    /// few of the keys, and two rows in three were found through the catalog (a dictionary lookup per
+    /// tag, the series' tag set): all of it serial under `write_lock`, with a core idle. Here they run
+    /// beside the other request's resolve, and in a loop of lookups alone the processor overlaps the
+    /// misses of several rows. [`Inner::resolve`] uses an answer as it used the cache's: a series lives
+    /// as long as its table, and a row's series is taken from here only for a table the request resolved
+    /// through the catalog under `write_lock`, with that row's columns.
+    ///
+    /// Rows of new series are what the catalog does not have: after [`PRELOOKUP_NEW_RUN_MAX`] of them in
+    /// a row the rest of the request is looked up in the cache only (at 10 M hosts every row is new, and
+    /// the resolve looks it up again under the lock). The locks are yielded every [`PRELOOKUP_BUMP_ROWS`]
+    /// rows to a resolve waiting to add series.
+    fn prelookup(&self, db: &str, points: &[WritePoint<'_>]) -> Option<Prelookup> {
+        let mut cat = self.catalog.read();
+        let db_id = cat.db(db)?.id;
+        let mut keys = self.series_keys.read();
+        let mut rows = Vec::with_capacity(points.len());
+        let mut field_types: Vec<(&str, FieldType)> = Vec::new();
+        let mut shape: Option<(usize, RowShape)> = None;
+        let mut new_run = 0;
+        for (i, p) in points.iter().enumerate() {
+            if i > 0 && i % PRELOOKUP_BUMP_ROWS == 0 {
+                RwLockReadGuard::bump(&mut cat);
+                RwLockReadGuard::bump(&mut keys);
+            }
+            let h = p.key.map(|key| keys.hash(db_id, key));
+            let mut seen = p.key.zip(h).and_then(|(key, h)| keys.get(h, db_id, key));
+            if seen.is_none() && new_run < PRELOOKUP_NEW_RUN_MAX {
+                let Some(d) = cat.db_by_id(db_id) else { break };
+                let found = match &shape {
+                    Some((j, s)) if same_names(&points[*j], p) => Resolver::lookup_shaped(d, s, &p.tags),
+                    _ => {
+                        field_types.clear();
+                        field_types.extend(p.fields.iter().map(|(k, v)| (*k, v.field_type())));
+                        shape = Resolver::shape(d, p.table, &p.tags, &field_types).ok().flatten().map(|s| (i, s));
+                        shape.as_ref().map_or(Lookup::Missing, |(_, s)| Resolver::lookup_shaped(d, s, &p.tags))
+                    }
+                };
+                match found {
+                    Lookup::Found(r) => {
+                        seen = Some((r.table, r.series));
+                        new_run = 0;
+                    }
+                    _ => new_run += 1,
+                }
+            }
+            rows.push((h, seen));
+        }
+        rows.resize(points.len(), (None, None));
+        Some(Prelookup { db: db_id, rows })
     }
 
     /// Resolves names to ids, creating catalog entries as needed; returns the batch and rejected lines.
-    /// `cached` is [`Inner::cached_keys`] of the same points, or `None`.
-    fn resolve(&self, db: &str, points: &[WritePoint<'_>], cached: Option<&CachedKeys>) -> Result<(WriteBatch, Vec<(usize, Error)>)> {
+    /// `pre` is [`Inner::prelookup`] of the same points, or `None`.
+    fn resolve(&self, db: &str, points: &[WritePoint<'_>], pre: Option<&Prelookup>) -> Result<(WriteBatch, Vec<(usize, Error)>)> {
         let mut guard = self.catalog.upgradable_read();
         let (db_id, retention_ns) = {
             let d = guard.db(db).ok_or_else(|| Error::DatabaseNotFound { name: db.to_string() })?;
@@ -939,9 +981,9 @@ impl Inner {
         };
         // Looked up for the database of that name then: one dropped and created again since has
         // another id, and its keys other hashes.
-        let cached = cached.filter(|c| c.db == db_id);
-        if let Some(c) = cached {
-            assert_eq!(c.found.len(), points.len(), "a lookup per point");
+        let pre = pre.filter(|c| c.db == db_id);
+        if let Some(c) = pre {
+            assert_eq!(c.rows.len(), points.len(), "a lookup per point");
         }
         // Keys inserted by this request: a row's cached miss may have been inserted by an earlier row.
         let mut inserted = false;
@@ -962,7 +1004,8 @@ impl Inner {
         // ~10 times per 10,000-row request of new series; not sized to the request, since a request of
         // 100 series' rows would then allocate for 10,000.
         let mut known: crate::FastMap<SeriesKey<'_>, (TableId, SeriesId)> = crate::FastMap::default();
-        let mut keys = self.series_keys.write();
+        // Locked per use, not throughout: another request's prelookup reads it meanwhile.
+        let keys = &self.series_keys;
         let mut last_fields: Option<FieldSet> = None;
         // The columns the names of row `.0` resolved to, reused for a later row with the same names
         // (`same_names`): the catalog's lock is held throughout and a write only adds to it.
@@ -972,20 +1015,23 @@ impl Inner {
                 rejected.push((p.line, Error::BeyondRetention { db: db.to_string(), ts: p.ts, cutoff, retention_ns }));
                 continue;
             }
-            let (key, seen) = match (p.key, cached) {
+            let (key, seen) = match (p.key, pre) {
                 (Some(key), Some(c)) => {
-                    let (h, found) = c.found[i].expect("a keyed point was looked up");
-                    (Some((key, h)), found.or_else(|| if inserted { keys.get(h, db_id, key) } else { None }))
+                    let (h, found) = c.rows[i];
+                    let h = h.expect("a keyed point's hash");
+                    (Some((key, h)), found.or_else(|| if inserted { keys.read().get(h, db_id, key) } else { None }))
                 }
                 (Some(key), None) => {
-                    let h = keys.hash(db_id, key);
-                    (Some((key, h)), keys.get(h, db_id, key))
+                    let k = keys.read();
+                    let h = k.hash(db_id, key);
+                    (Some((key, h)), k.get(h, db_id, key))
                 }
-                (None, _) => (None, known.get(&(p.table, &p.tags[..])).copied()),
+                (None, c) => (None, c.and_then(|c| c.rows[i].1).or_else(|| known.get(&(p.table, &p.tags[..])).copied())),
             };
-            // A cached key names a table that may have been dropped since (`series_keys.rs`); the field
-            // set is reused only from a row this request resolved through the catalog, under the lock
-            // it still holds, and table ids are never reused: a table equal to that row's is live.
+            // A cached key, or a prelookup, names a table that may have been dropped since
+            // (`series_keys.rs`); the field set is reused only from a row this request resolved through
+            // the catalog, under the lock it still holds, and table ids are never reused: a table equal
+            // to that row's is live.
             if let (Some((table, series)), Some((t, cols, prev))) = (seen, &last_fields) {
                 if *t == table && same_fields(&points[*prev].fields, &p.fields) {
                     batch.push_row(table, series, p.ts, cols.iter().zip(p.fields.iter()).map(|((col, _), (_, v))| (*col, v.clone())));
@@ -1021,7 +1067,7 @@ impl Inner {
                     batch.push_row(r.table, r.series, p.ts, values);
                     match key {
                         Some((key, h)) => {
-                            keys.insert(h, db_id, key, r.table, r.series);
+                            keys.write().insert(h, db_id, key, r.table, r.series);
                             inserted = true;
                         }
                         None => {

@@ -391,6 +391,45 @@ fn series_keys_find_series_across_writes_and_never_a_dropped_table() {
     assert_eq!(read_all(&e, "db"), vec![a(6, 7), b(6, 6)]);
 }
 
+/// A write's series found before it takes `write_lock` (`Inner::prelookup`: in the cache of series keys,
+/// or in the catalog for rows without a key) are used only for a table the write resolves under the
+/// lock: when the table is dropped and created again in between, the rows go to the new table's series,
+/// made or found under the lock, not to the dropped table's.
+#[test]
+fn prelooked_series_of_a_table_dropped_since_are_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    let row = |key: Option<&'static str>, host: &'static str, ts, v| WritePoint {
+        line: 1,
+        table: "cpu",
+        key,
+        tags: vec![("host", host)].into(),
+        fields: vec![("v", Value::Integer(v))].into(),
+        ts,
+    };
+    let a = |ts, v| row(Some("cpu,host=a"), "a", ts, v);
+    e.write("db", &[a(1, 1), row(None, "b", 1, 2), row(None, "c", 1, 3)]).unwrap();
+    let points = [a(2, 10), row(None, "b", 2, 20), row(None, "c", 2, 30), a(3, 11)];
+    let pre = e.inner.prelookup("db", &points).unwrap();
+    let old = e.catalog().db("db").unwrap().table("cpu").unwrap().id;
+    let seen: Vec<_> = pre.rows.iter().map(|r| r.1).collect();
+    assert_eq!(seen, [Some((old, 0)), Some((old, 1)), Some((old, 2)), Some((old, 0))]);
+
+    e.drop_table("db", "cpu").unwrap();
+    e.write("db", &[row(None, "c", 1, 3)]).unwrap();
+    let new = e.catalog().db("db").unwrap().table("cpu").unwrap().id;
+    assert_ne!(new, old);
+    let (batch, rejected) = {
+        let _w = e.inner.lock_writes();
+        e.inner.resolve("db", &points, Some(&pre)).unwrap()
+    };
+    assert!(rejected.is_empty());
+    let rows: Vec<_> = batch.rows.iter().map(|r| (r.table, r.series, r.ts)).collect();
+    // c is series 0 of the new table; a and b are made by this resolve, in row order.
+    assert_eq!(rows, [(new, 1, 2), (new, 2, 2), (new, 0, 2), (new, 1, 3)]);
+}
+
 /// `scan_blocks_where` with an [`HourFilter`]: a block is read only in the hours whose statistics may
 /// hold a wanted row (here `v > 90`, in hours 1 and 4 of six), every wanted row is still found, and
 /// ranges cutting hours, or holding none of the kept ones, read only what they should.
