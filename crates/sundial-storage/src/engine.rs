@@ -11,7 +11,8 @@
 //!                                  version 1 named them t<table>-g<generation>.seg)
 //! ```
 //!
-//! Concurrency: writers resolve names (and create series) one at a time under `write_lock`, each taking
+//! Concurrency: writers look their rows' series up under read locks (`Inner::prelookup`), then resolve
+//! the rest of the names (and create series) one at a time under `write_lock`, each taking
 //! a ticket there; they encode their WAL record outside every lock, append it to the WAL and apply it to
 //! the active memtable at their ticket's turn (`engine/turns.rs`: in the order of the resolves), and
 //! then wait for durability, so concurrent requests share fsyncs. Everything else that changes the
