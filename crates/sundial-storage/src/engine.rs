@@ -52,7 +52,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 
 use crate::batch::WriteBatch;
-use crate::catalog::{Catalog, CatalogEntry, ColId, ColumnKind, Counters, DbId, Lookup, Resolver, RowShape, SeriesId, TableId, validate_name};
+use crate::catalog::{Catalog, CatalogEntry, ColId, ColumnKind, Counters, DbCatalog, DbId, Lookup, Resolver, RowShape, SeriesId, TableId, validate_name};
 use crate::catalog_log::CatalogLog;
 use crate::error::{Error, Result};
 use crate::hours::{self, HourStats};
@@ -277,7 +277,7 @@ struct Inner {
     /// The order of writes between `write_lock` and their WAL append and memtable apply.
     turns: turns::Turns,
     /// Series keys as clients wrote them → their series: read before `write_lock` (a write's lookups,
-    /// [`Inner::cached_keys`]), written inside it (the resolve's inserts).
+    /// [`Inner::prelookup`]), written inside it (the resolve's inserts).
     series_keys: RwLock<series_keys::SeriesKeys>,
     mem: RwLock<MemState>,
     segments: RwLock<SegmentSet>,
@@ -736,6 +736,29 @@ fn same_names(a: &WritePoint<'_>, b: &WritePoint<'_>) -> bool {
         && same_fields(&a.fields, &b.fields)
 }
 
+/// `Resolver::lookup` of `points[i]` in `d`: with `shape` when it was made from an earlier row with the
+/// same names ([`same_names`]), else through [`Resolver::shape`], whose answer then becomes `shape` (a
+/// request's rows usually share their names, so they are shaped once). `field_types` is left holding the
+/// row's field names and types, which `Resolver::create` takes.
+fn lookup_row<'a>(
+    d: &DbCatalog,
+    points: &[WritePoint<'a>],
+    i: usize,
+    field_types: &mut Vec<(&'a str, FieldType)>,
+    shape: &mut Option<(usize, RowShape)>,
+) -> Result<Lookup<'a>> {
+    let p = &points[i];
+    field_types.clear();
+    field_types.extend(p.fields.iter().map(|(k, v)| (*k, v.field_type())));
+    if let Some((j, s)) = shape.as_ref().filter(|(j, _)| same_names(&points[*j], p)) {
+        debug_assert!(*j < i);
+        return Ok(Resolver::lookup_shaped(d, s, &p.tags));
+    }
+    let s = Resolver::shape(d, p.table, &p.tags, field_types)?;
+    *shape = s.map(|s| (i, s));
+    Ok(shape.as_ref().map_or(Lookup::Missing, |(_, s)| Resolver::lookup_shaped(d, s, &p.tags)))
+}
+
 /// Whether two rows' fields have the same names and types, in the same order.
 fn same_fields(a: &[(&str, Value)], b: &[(&str, Value)]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|((x, u), (y, v))| x == y && u.field_type() == v.field_type())
@@ -949,17 +972,9 @@ impl Inner {
             let mut seen = p.key.zip(h).and_then(|(key, h)| keys.get(h, db_id, key));
             if seen.is_none() && new_run < PRELOOKUP_NEW_RUN_MAX {
                 let Some(d) = cat.db_by_id(db_id) else { break };
-                let found = match &shape {
-                    Some((j, s)) if same_names(&points[*j], p) => Resolver::lookup_shaped(d, s, &p.tags),
-                    _ => {
-                        field_types.clear();
-                        field_types.extend(p.fields.iter().map(|(k, v)| (*k, v.field_type())));
-                        shape = Resolver::shape(d, p.table, &p.tags, &field_types).ok().flatten().map(|s| (i, s));
-                        shape.as_ref().map_or(Lookup::Missing, |(_, s)| Resolver::lookup_shaped(d, s, &p.tags))
-                    }
-                };
-                match found {
-                    Lookup::Found(r) => {
+                // A row the catalog refuses (a type conflict) is the resolve's to report.
+                match lookup_row(d, points, i, &mut field_types, &mut shape) {
+                    Ok(Lookup::Found(r)) => {
                         seen = Some((r.table, r.series));
                         new_run = 0;
                     }
@@ -1039,16 +1054,8 @@ impl Inner {
                     continue;
                 }
             }
-            field_types.clear();
-            field_types.extend(p.fields.iter().map(|(k, v)| (*k, v.field_type())));
             let db_cat = guard.db_by_id(db_id).ok_or_else(|| Error::internal("database vanished under write lock"))?;
-            let found = match &shape {
-                Some((j, s)) if same_names(&points[*j], p) => Ok(Resolver::lookup_shaped(db_cat, s, &p.tags)),
-                _ => Resolver::shape(db_cat, p.table, &p.tags, &field_types).map(|s| {
-                    shape = s.map(|s| (i, s));
-                    shape.as_ref().map_or(Lookup::Missing, |(_, s)| Resolver::lookup_shaped(db_cat, s, &p.tags))
-                }),
-            };
+            let found = lookup_row(db_cat, points, i, &mut field_types, &mut shape);
             let resolved = match found {
                 Ok(Lookup::Found(r)) => Ok(r),
                 Ok(found) => {
