@@ -1,5 +1,6 @@
 """Fixtures of the bench/compare smoke test: one quick run against Sundial and InfluxDB 1.x for the session."""
 
+import datetime
 import os
 import subprocess
 import sys
@@ -21,6 +22,7 @@ QUICK_ARGS = ["--profile", "quick", "--peers", "sundial,influxdb", "--scenarios"
 class QuickRun:
     def __init__(self, results_dir, proc, output, seconds):
         self.results_dir, self.returncode, self.output, self.seconds = results_dir, proc.returncode, output, seconds
+        self.ended_at = datetime.datetime.now(datetime.timezone.utc)
         self.pid = proc.pid
 
 

