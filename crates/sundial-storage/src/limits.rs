@@ -64,6 +64,11 @@ pub const BLOCK_INDEX_CACHE_BYTES_DEFAULT: usize = 64 * 1024 * 1024;
 /// a catalog lookup, as it did before the cache.
 pub const SERIES_KEY_CACHE_BYTES_MAX: usize = 32 * 1024 * 1024;
 
+/// Tag dictionaries of at most this many values keep them as shared strings for queries once asked
+/// (`TagDict::shared_values`): 64 K values of TSBS's host names are about 3 MiB. Larger ones (a tag of
+/// millions of device ids) make a query's strings per query, as the memory would grow with the tag.
+pub const TAG_DICT_SHARED_VALUES_MAX: usize = 1 << 16;
+
 /// A scan (`TableSnapshot::scan`) of more series than this decodes the block-index groups it does not
 /// find in the cache without adding them: at a block per series and segment and ~1 KB per block, 16 K
 /// series fill a quarter of the default cache, and a scan of millions would evict what smaller reads

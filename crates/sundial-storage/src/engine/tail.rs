@@ -50,6 +50,10 @@ struct Walk {
     /// Whether the segment hides none of the series' rows (then `blocks` holds them), and the end of
     /// its newest block touching the range when that ends inside it.
     clean: Vec<Option<Option<i64>>>,
+    /// The segments by their newest time, newest first (`n == 1`: see [`TailSnapshot::sources`]).
+    by_end: Vec<usize>,
+    /// Whether the series' blocks in the segment were left unread, all of them older than its last row.
+    passed: Vec<bool>,
 }
 
 impl Engine {
@@ -69,7 +73,15 @@ impl Engine {
         assert!(n > 0, "a tail of zero rows");
         let snap = self.snapshot_rows(db, table, series, ts_min, ts_max, cols, n);
         let k = snap.segments.len();
-        let walk = Mutex::new(Walk { groups: vec![None; k], blocks: vec![SeriesBlocks::default(); k], clean: vec![None; k] });
+        let mut by_end: Vec<usize> = (0..k).collect();
+        by_end.sort_by_key(|i| std::cmp::Reverse(snap.segments[*i].ts_max));
+        let walk = Mutex::new(Walk {
+            groups: vec![None; k],
+            blocks: vec![SeriesBlocks::default(); k],
+            clean: vec![None; k],
+            by_end,
+            passed: vec![false; k],
+        });
         TailSnapshot { snap, n, walk }
     }
 }
@@ -170,19 +182,40 @@ impl TailSnapshot {
     fn sources(&self, series: SeriesId, found: &mut dyn FnMut(Source<'_>)) -> Result<()> {
         let s = &self.snap;
         let mut walk = self.walk.lock();
-        let Walk { groups, blocks, clean } = &mut *walk;
+        let Walk { groups, blocks, clean, by_end, passed } = &mut *walk;
         // Segments without deleted rows: their blocks of the series, and the end of the newest one
         // touching the range when it ends inside it (the newest row the segment surely holds there).
-        // A source with rows hidden by a delete is read whole and filtered: its tail may be all deleted.
-        for (i, seg) in s.segments.iter().enumerate() {
-            let hiding = s.hiding(series, seg.id.generation, seg.id.tombstones_applied);
-            if hiding.is_empty() {
-                seg.series_blocks_into(series, &mut groups[i], &mut blocks[i])?;
-                let known = blocks[i].iter().rev().find(|b| self.touches(b)).map(|b| b.ts_max).filter(|t| *t <= s.ts_max);
-                clean[i] = Some(known);
+        // For one row, newest segments first: the last row is at or after that end (a row of the
+        // range no delete hides), so a segment whose whole file ends before the newest such end found
+        // so far is passed without looking the series up in it (a series over many day partitions
+        // looks up one segment, not all).
+        let mut floor: Option<i64> = None;
+        for k in 0..s.segments.len() {
+            let i = if self.n == 1 { by_end[k] } else { k };
+            let seg = &s.segments[i];
+            passed[i] = false;
+            if !s.hiding(series, seg.id.generation, seg.id.tombstones_applied).is_empty() {
+                clean[i] = None;
                 continue;
             }
-            clean[i] = None;
+            if floor.is_some_and(|f| seg.ts_max < f) {
+                passed[i] = true;
+                clean[i] = Some(None);
+                continue;
+            }
+            seg.series_blocks_into(series, &mut groups[i], &mut blocks[i])?;
+            let known = blocks[i].iter().rev().find(|b| self.touches(b)).map(|b| b.ts_max).filter(|t| *t <= s.ts_max);
+            clean[i] = Some(known);
+            if self.n == 1 {
+                floor = floor.max(known);
+            }
+        }
+        // A source with rows hidden by a delete is read whole and filtered: its tail may be all deleted.
+        for (i, seg) in s.segments.iter().enumerate() {
+            if clean[i].is_some() {
+                continue;
+            }
+            let hiding = s.hiding(series, seg.id.generation, seg.id.tombstones_applied);
             for mut r in seg.read_series(series, s.ts_min, s.ts_max, &s.cols)? {
                 tombstone::apply(&mut r, hiding.iter().copied());
                 found(Source::Rows(r));
@@ -190,11 +223,10 @@ impl TailSnapshot {
         }
         // The last row is at or after the newest row a clean segment surely holds in the range (its
         // newest block ending inside it): a segment whose newest block ends before that has no part
-        // in it (a series over many day partitions reads one segment, not all).
-        let floor = if self.n == 1 { clean.iter().flatten().flatten().copied().max() } else { None };
+        // in it.
         for (i, seg) in s.segments.iter().enumerate() {
             let Some(known) = clean[i] else { continue };
-            if floor.is_some_and(|f| known.is_some_and(|t| t < f)) {
+            if passed[i] || floor.is_some_and(|f| known.is_some_and(|t| t < f)) {
                 continue;
             }
             self.segment_tail(seg, &blocks[i], found)?;
@@ -424,6 +456,48 @@ mod tests {
         assert_eq!(last(123), LastRow { ts: 123, values: vec![Some(Value::Integer(3003)), Some(Value::Float(1.5))] });
         e.flush().unwrap();
         assert_eq!(last(122), LastRow { ts: 122, values: vec![Some(Value::Integer(3002)), Some(Value::Float(21.0))] });
+    }
+
+    /// Segments ending at the same time as the last row are not passed over: at 100, written by
+    /// three flushes, the last row unions them (`v` from the newest, `f` from the oldest), and a
+    /// segment ending before 100 is passed without changing it.
+    #[test]
+    fn last_row_at_segments_ending_together() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Engine::open(EngineConfig::new(dir.path())).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        let point = |ts, fields: Vec<(&'static str, Value)>| WritePoint {
+            line: 1,
+            table: "cpu",
+            key: None,
+            tags: vec![("host", "a")].into(),
+            fields: fields.into(),
+            ts,
+        };
+        let writes = [
+            vec![point(40, vec![("v", Value::Integer(1)), ("f", Value::Float(0.5))])],
+            vec![point(90, vec![("v", Value::Integer(2))]), point(100, vec![("v", Value::Integer(3)), ("f", Value::Float(1.5))])],
+            vec![point(100, vec![("v", Value::Integer(4))])],
+            vec![point(100, vec![("v", Value::Integer(5))])],
+        ];
+        for w in &writes {
+            e.write("db", w).unwrap();
+            e.flush().unwrap();
+        }
+        let (db, t, cols) = {
+            let cat = e.catalog();
+            let d = cat.db("db").unwrap();
+            let t = d.table("cpu").unwrap();
+            (d.id, t.id, vec![(t.column("v").unwrap().id, FieldType::Integer), (t.column("f").unwrap().id, FieldType::Float)])
+        };
+        let tail = e.snapshot_tail(db, t, &[0], i64::MIN, i64::MAX, &cols, 1);
+        assert_eq!(tail.snap.segments.len(), 4);
+        let want = LastRow { ts: 100, values: vec![Some(Value::Integer(5)), Some(Value::Float(1.5))] };
+        assert_eq!(tail.read_last(0).unwrap(), Some(want.clone()));
+        assert_eq!(as_last(&tail.read_series(0).unwrap()), Some(want));
+        assert_eq!(tail.walk.lock().passed, vec![true, false, false, false], "the segment ending at 40 is passed");
+        let before = e.snapshot_tail(db, t, &[0], i64::MIN, 99, &cols, 1).read_last(0).unwrap();
+        assert_eq!(before, Some(LastRow { ts: 90, values: vec![Some(Value::Integer(2)), None] }));
     }
 
     /// One row per source (a series over day partitions, one point each): the last row skips the

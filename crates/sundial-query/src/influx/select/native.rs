@@ -1548,8 +1548,9 @@ pub(super) fn plan_raw(engine: &Engine, shape: &RawShape) -> Option<RawPlan> {
 }
 
 /// The tags' cells of each of `series`. One shared string per distinct value: a region's name is one
-/// allocation, not one per host. Found by the value's dictionary code (dense from 0), so that a
-/// series' tags cost no string hashing.
+/// allocation, not one per host, and a dictionary's values are shared from query to query
+/// ([`TagDict::shared_values`](sundial_storage::catalog::TagDict::shared_values)). Found by the value's
+/// dictionary code (dense from 0), so that a series' tags cost no string hashing.
 fn tag_cells(engine: &Engine, sc: &Scope, tag_cols: &[ColId], series: &[SeriesId]) -> Vec<Vec<Cell>> {
     let cat = engine.catalog();
     let Some(t) = cat.db_by_id(sc.db).and_then(|d| d.table_by_id(sc.table)) else {
@@ -1557,28 +1558,47 @@ fn tag_cells(engine: &Engine, sc: &Scope, tag_cols: &[ColId], series: &[SeriesId
         return vec![vec![Cell::Null; tag_cols.len()]; series.len()];
     };
     let dicts: Vec<_> = tag_cols.iter().map(|c| t.tag_dict(*c)).collect();
-    let mut shared: Vec<Vec<Option<Arc<str>>>> = dicts.iter().map(|d| vec![None; d.map_or(0, |d| d.len())]).collect();
+    // Per tag, its dictionary's shared values, or (a dictionary too large to keep them) this query's.
+    let mut values: Vec<TagValues> = dicts
+        .iter()
+        .map(|d| match d.and_then(|d| d.shared_values()) {
+            Some(v) => TagValues::Shared(v),
+            None => TagValues::Made(vec![None; d.map_or(0, |d| d.len())]),
+        })
+        .collect();
     series
         .iter()
         .map(|s| {
             tag_cols
                 .iter()
                 .zip(&dicts)
-                .zip(&mut shared)
-                .map(|((c, dict), shared)| {
+                .zip(&mut values)
+                .map(|((c, dict), values)| {
                     let Some((dict, code)) = dict.zip(t.series_tag_code(*s, *c)) else { return Cell::Null };
-                    let Some(slot) = shared.get_mut(code as usize) else { return Cell::Null };
-                    match slot {
-                        Some(v) => Cell::String(v.clone()),
-                        None => match dict.value(code) {
-                            Some(v) => Cell::String(slot.insert(v.into()).clone()),
-                            None => Cell::Null,
-                        },
+                    match values {
+                        TagValues::Shared(v) => v.get(code as usize).map_or(Cell::Null, |v| Cell::String(v.clone())),
+                        TagValues::Made(made) => {
+                            let Some(slot) = made.get_mut(code as usize) else { return Cell::Null };
+                            match slot {
+                                Some(v) => Cell::String(v.clone()),
+                                None => match dict.value(code) {
+                                    Some(v) => Cell::String(slot.insert(v.into()).clone()),
+                                    None => Cell::Null,
+                                },
+                            }
+                        }
                     }
                 })
                 .collect()
         })
         .collect()
+}
+
+/// A tag's values for [`tag_cells`]: its dictionary's shared strings, or those made by this query so
+/// far (by code).
+enum TagValues {
+    Shared(Arc<[Arc<str>]>),
+    Made(Vec<Option<Arc<str>>>),
 }
 
 /// The rows of `plan.scope.series[range]`, a chunk per series with rows (its tags, and per row the
