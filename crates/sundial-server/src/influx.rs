@@ -69,12 +69,15 @@ async fn query(state: Arc<AppState>, p: HashMap<String, String>) -> Response {
     };
     let mut body = render(&results, epoch);
     // A large answer (TSBS's lastpoint: 4,000 series of 21 cells) takes about as long to free as to
-    // render: freed on a blocking thread, after the response is made, not before it is sent. A small
-    // one is freed here sooner than a thread is woken. Not by row count: high-cpu-all's 1.6 M rows at
-    // 4,000 hosts freed there made the query slower (2.0 → 2.5 s), the next query's allocations
-    // waiting on the free's.
-    if results.iter().map(|r| r.series.len()).sum::<usize>() > 1024 {
-        tokio::task::spawn_blocking(move || drop(results));
+    // render: freed on a blocking thread, after the response is made, not before it is sent. Not by
+    // row count: high-cpu-all's 1.6 M rows at 4,000 hosts freed there made the query slower (2.0 →
+    // 2.5 s), the next query's allocations waiting on the free's. A smaller one of many series (100
+    // hosts' lastpoint: 8 % of its server CPU) is freed by a task of the runtime, which runs once this
+    // one has handed the response over, here or on the other thread, instead of before it is sent.
+    match results.iter().map(|r| r.series.len()).sum::<usize>() {
+        0..=16 => drop(results),
+        1025.. => drop(tokio::task::spawn_blocking(move || drop(results))),
+        _ => drop(tokio::spawn(async move { drop(results) })),
     }
     if p.get("pretty").is_some_and(|v| v == "true") {
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&body) {
