@@ -98,6 +98,38 @@ def test_malformed_lines_are_reported_with_line_numbers_and_valid_lines_are_kept
     assert server.rows("SELECT v FROM m ORDER BY time", "db") == [{"v": 1}, {"v": 3}, {"v": 6}]
 
 
+def test_repeated_series_keys_keep_their_tags_among_rejected_lines(server):
+    # The parser shares a repeated key's tags with the line that had it first; lines between that fail,
+    # a `time` tag refused after parsing, an escaped key (parsed in full each time) and a key that only
+    # starts like another must not disturb which tags a row gets.
+    create_db(server)
+    lines = [
+        "m,h=a,dc=x v=1i {}1",
+        "m,h=b,dc=x v=2i {}2",
+        "m,h=a,dc=x v= {}3",
+        "m,h=a,dc=x,time=t v=4i {}4",
+        "m,h=a,dc=x v=5i {}5",
+        "m,h=a\\ b,dc=x v=6i {}6",
+        "m,h=a\\ b,dc=x v=7i {}7",
+        "m,h=a,dc=xy v=8i {}8",
+        "m,h=b,dc=x v=9i {}9",
+        "m,h=a,dc=x,time=t v=10i {}10",
+    ]
+    body = "\n".join(line.format(rep) for rep in range(1, 4) for line in lines)  # three times over, at later times
+    r = server.write("db", body)
+    assert r.status_code == 400, r.text
+    j = r.json()
+    assert j["written"] == 21 and j["rejected"] == 9, j
+    assert [x["line"] for x in j["rejections"]][:3] == [3, 4, 10], j
+    rows = server.rows("SELECT h, dc, count(v) AS n, sum(v) AS s FROM m GROUP BY h, dc ORDER BY h, dc", "db")
+    assert rows == [
+        {"h": "a", "dc": "x", "n": 6, "s": 3 * 6},
+        {"h": "a", "dc": "xy", "n": 3, "s": 3 * 8},
+        {"h": "a b", "dc": "x", "n": 6, "s": 3 * 13},
+        {"h": "b", "dc": "x", "n": 6, "s": 3 * 11},
+    ], rows
+
+
 def test_lines_the_parser_accepts_but_influxdb_refuses_are_reported_in_line_order(server):
     # A tag named `time`, a line whose only field is `time`, a timestamp out of range at the precision:
     # each refused with its line number, among parse errors and valid lines, which are kept.

@@ -84,7 +84,7 @@ mod write;
 mod tests;
 
 pub use error::{ParseError, ParseErrorKind, ValueError};
-pub use parse::{Fields, LineHead, Lines, Tags, parse_lines};
+pub use parse::{Fields, LineHead, Lines, SHARED_KEYS_MAX, ShareAdvisor, Tags, parse_lines};
 pub use write::write_line;
 
 /// Longest accepted line, in bytes, counted from the line's first byte to its end (without the line
@@ -180,7 +180,60 @@ pub fn check_round_trip(body: &[u8]) -> Result<(), String> {
             Err(e) => check_error(body, &e)?,
         }
     }
-    check_into(body)
+    check_into(body)?;
+    check_shared(body)
+}
+
+/// With [`Lines::share_repeated_keys`], each line's tags (through its range, which may be an earlier
+/// line's) are the iterator's, a line that repeats a key appends no tags, and everything else is as
+/// [`Lines::next_into`] gives it.
+fn check_shared(body: &[u8]) -> Result<(), String> {
+    let (mut tags, mut fields) = (Vec::new(), Vec::new());
+    let mut shared = parse_lines(body).share_repeated_keys(4);
+    // Each distinct key's tags as first appended (keys with an escape are parsed in full every time).
+    let mut keys: Vec<(&str, std::ops::Range<usize>)> = Vec::new();
+    for item in parse_lines(body) {
+        let (tags_len, fields_len) = (tags.len(), fields.len());
+        let got = shared
+            .next_into(&mut tags, &mut fields)
+            .ok_or("shared next_into ended before the iterator")?;
+        match (item, got) {
+            (Ok(line), Ok(head)) => {
+                let first = keys.iter().find(|(k, _)| *k == head.series_key).map(|(_, r)| r.clone());
+                let shares = first.is_some()
+                    && !head.series_key.contains(['\\', '\r'])
+                    && keys.len() < SHARED_KEYS_MAX;
+                let placed = if shares {
+                    tags.len() == tags_len && Some(&head.tags) == first.as_ref()
+                } else {
+                    head.tags == (tags_len..tags.len())
+                };
+                let tags_ok = placed && tags.get(head.tags.clone()) == Some(&line.tags[..]);
+                let same = tags_ok
+                    && head.measurement == line.measurement
+                    && head.fields == (fields_len..fields.len())
+                    && fields[head.fields.clone()] == line.fields[..]
+                    && head.timestamp == line.timestamp
+                    && head.line_number == line.line_number;
+                if !same {
+                    return Err(format!("shared {head:?} (tags {:?}) differs from {line:?}", tags.get(head.tags.clone())));
+                }
+                if first.is_none() {
+                    keys.push((head.series_key, head.tags.clone()));
+                }
+            }
+            (Err(a), Err(b)) if a == b && tags.len() == tags_len && fields.len() == fields_len => {}
+            (item, got) => {
+                return Err(format!(
+                    "shared next_into gave {got:?} where the iterator gave {item:?}"
+                ));
+            }
+        }
+    }
+    match shared.next_into(&mut tags, &mut fields) {
+        None => Ok(()),
+        Some(extra) => Err(format!("shared next_into gave {extra:?} after the iterator ended")),
+    }
 }
 
 /// [`Lines::next_into`] gives what the iterator gives, its lines' tags and fields one after another in

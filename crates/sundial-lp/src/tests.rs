@@ -840,6 +840,53 @@ fn line() -> impl Strategy<Value = Line<'static>> {
     })
 }
 
+/// With `share_repeated_keys`, a line repeating an earlier line's series key appends no tags and
+/// points at that line's; a key with an escape, a line that failed, or a key ending the line are parsed
+/// in full; errors and fields are as without sharing.
+#[test]
+fn repeated_keys_share_their_tags() {
+    let body: &[u8] = b"cpu,host=a,dc=x f=1 1\n\
+        cpu,host=b,dc=x f=2 2\n\
+        cpu,host=a,dc=x f=3 3\n\
+        cpu,host=a,dc=x f= 4\n\
+        cpu,host=a,dc=x g=5i 5\n\
+        cpu,host=a\\ b,dc=x f=6 6\n\
+        cpu,host=a\\ b,dc=x f=7 7\n\
+        cpu,host=c,host=c f=1\n\
+        cpu,host=c,host=c f=2\n\
+        cpu,host=a,dc=x\n\
+        cpu,host=b,dc=x f=8 8\n";
+    let (mut tags, mut fields) = (Vec::new(), Vec::new());
+    let mut lines = parse_lines(body).share_repeated_keys(4);
+    let mut got = Vec::new();
+    while let Some(item) = lines.next_into(&mut tags, &mut fields) {
+        got.push(item.map(|h| (h.line_number, h.tags, h.series_key)).map_err(|e| (e.line_number, e.kind)));
+    }
+    let a = "cpu,host=a,dc=x";
+    let b = "cpu,host=b,dc=x";
+    let escaped = "cpu,host=a\\ b,dc=x";
+    assert_eq!(
+        got,
+        vec![
+            Ok((1, 0..2, a)),
+            Ok((2, 2..4, b)),
+            Ok((3, 0..2, a)),
+            Err((4, K::MissingFieldValue)),
+            Ok((5, 0..2, a)),
+            Ok((6, 4..6, escaped)),
+            Ok((7, 6..8, escaped)),
+            Err((8, K::DuplicateTags)),
+            Err((9, K::DuplicateTags)),
+            Err((10, K::MissingFields)),
+            Ok((11, 2..4, b)),
+        ]
+    );
+    assert_eq!(lines.shared_lines(), 3, "lines 3, 5 and 11");
+    assert_eq!(tags.len(), 8, "{tags:?}");
+    assert_eq!(tags[4..6], [(Cow::Borrowed("host"), Cow::Owned::<str>("a b".into())), (Cow::Borrowed("dc"), Cow::Borrowed("x"))]);
+    assert_eq!(check_round_trip(body), Ok(()));
+}
+
 proptest! {
     #[test]
     fn written_lines_parse_back(lines in prop::collection::vec(line(), 1..6), crlf: bool) {
@@ -858,6 +905,28 @@ proptest! {
         }
     }
 
+    /// Bodies that repeat lines (some copies broken by one inserted byte) parse the same with
+    /// [`crate::Lines::share_repeated_keys`] as without (`check_round_trip` compares them).
+    #[test]
+    fn repeated_lines_share_keys_exactly(
+        lines in prop::collection::vec(line(), 1..4),
+        picks in prop::collection::vec((any::<prop::sample::Index>(), any::<Option<(prop::sample::Index, u8)>>()), 1..12),
+    ) {
+        let mut body = Vec::new();
+        for (pick, mutation) in picks {
+            let mut text = String::new();
+            write_line(&mut text, pick.get(&lines));
+            let mut bytes = text.into_bytes();
+            if let Some((at, byte)) = mutation {
+                let at = at.index(bytes.len() + 1);
+                bytes.insert(at, byte);
+            }
+            body.extend_from_slice(&bytes);
+            body.push(b'\n');
+        }
+        check_round_trip(&body).map_err(TestCaseError::fail)?;
+    }
+
     #[test]
     fn arbitrary_bytes_never_panic(body in prop::collection::vec(any::<u8>(), 0..200)) {
         check_round_trip(&body).map_err(TestCaseError::fail)?;
@@ -872,4 +941,20 @@ proptest! {
         body.insert(at, byte);
         check_round_trip(&body).map_err(TestCaseError::fail)?;
     }
+}
+
+/// The advisor stops sharing after bodies with few repeats, tries one body in `RETRY_EVERY` meanwhile,
+/// and shares again once a body repeats its keys.
+#[test]
+fn share_advisor_follows_the_bodies() {
+    use crate::ShareAdvisor;
+    let advisor = ShareAdvisor::default();
+    assert!(advisor.advise(), "shares at first");
+    for _ in 0..ShareAdvisor::POOR_BODIES {
+        advisor.observe(10_000, 10_000 / ShareAdvisor::HIT_RATIO_MIN - 1);
+    }
+    let advised: Vec<bool> = (0..ShareAdvisor::RETRY_EVERY * 2).map(|_| advisor.advise()).collect();
+    assert_eq!(advised.iter().filter(|a| **a).count(), 2, "{advised:?}");
+    advisor.observe(10_000, 10_000 / ShareAdvisor::HIT_RATIO_MIN);
+    assert!((0..4).all(|_| advisor.advise()), "shares again after a body that repeats");
 }

@@ -40,13 +40,15 @@ pub struct AppState {
     pub engine: Arc<Engine>,
     pub query: Arc<QueryEngine>,
     pub influxql: InfluxQl,
+    /// Whether line-protocol bodies are parsed sharing repeated series keys, from how that fared.
+    pub key_sharing: sundial_lp::ShareAdvisor,
 }
 
 impl AppState {
     pub fn new(config: ServerConfig, engine: Arc<Engine>) -> Arc<AppState> {
         let query = Arc::new(QueryEngine::new(engine.clone()).with_default_retention(config.default_retention_ns));
         let influxql = InfluxQl::new(query.clone());
-        Arc::new(AppState { config, engine, query, influxql })
+        Arc::new(AppState { config, engine, query, influxql, key_sharing: Default::default() })
     }
 }
 
