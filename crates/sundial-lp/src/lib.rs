@@ -180,81 +180,45 @@ pub fn check_round_trip(body: &[u8]) -> Result<(), String> {
             Err(e) => check_error(body, &e)?,
         }
     }
-    check_into(body)?;
-    check_shared(body)
+    check_into(body, false)?;
+    check_into(body, true)
 }
 
-/// With [`Lines::share_repeated_keys`], each line's tags (through its range, which may be an earlier
-/// line's) are the iterator's, a line that repeats a key appends no tags, and everything else is as
-/// [`Lines::next_into`] gives it.
-fn check_shared(body: &[u8]) -> Result<(), String> {
-    let (mut tags, mut fields) = (Vec::new(), Vec::new());
-    let mut shared = parse_lines(body).share_repeated_keys(4);
-    // Each distinct key's tags as first appended (keys with an escape are parsed in full every time).
-    let mut keys: Vec<(&str, std::ops::Range<usize>)> = Vec::new();
-    for item in parse_lines(body) {
-        let (tags_len, fields_len) = (tags.len(), fields.len());
-        let got = shared
-            .next_into(&mut tags, &mut fields)
-            .ok_or("shared next_into ended before the iterator")?;
-        match (item, got) {
-            (Ok(line), Ok(head)) => {
-                let first = keys.iter().find(|(k, _)| *k == head.series_key).map(|(_, r)| r.clone());
-                let shares = first.is_some()
-                    && !head.series_key.contains(['\\', '\r'])
-                    && keys.len() < SHARED_KEYS_MAX;
-                let placed = if shares {
-                    tags.len() == tags_len && Some(&head.tags) == first.as_ref()
-                } else {
-                    head.tags == (tags_len..tags.len())
-                };
-                let tags_ok = placed && tags.get(head.tags.clone()) == Some(&line.tags[..]);
-                let same = tags_ok
-                    && head.measurement == line.measurement
-                    && head.fields == (fields_len..fields.len())
-                    && fields[head.fields.clone()] == line.fields[..]
-                    && head.timestamp == line.timestamp
-                    && head.line_number == line.line_number;
-                if !same {
-                    return Err(format!("shared {head:?} (tags {:?}) differs from {line:?}", tags.get(head.tags.clone())));
-                }
-                if first.is_none() {
-                    keys.push((head.series_key, head.tags.clone()));
-                }
-            }
-            (Err(a), Err(b)) if a == b && tags.len() == tags_len && fields.len() == fields_len => {}
-            (item, got) => {
-                return Err(format!(
-                    "shared next_into gave {got:?} where the iterator gave {item:?}"
-                ));
-            }
-        }
-    }
-    match shared.next_into(&mut tags, &mut fields) {
-        None => Ok(()),
-        Some(extra) => Err(format!("shared next_into gave {extra:?} after the iterator ended")),
-    }
-}
-
-/// [`Lines::next_into`] gives what the iterator gives, its lines' tags and fields one after another in
-/// the shared vectors, and a series key that parses back to the line's measurement and tags.
-fn check_into(body: &[u8]) -> Result<(), String> {
+/// [`Lines::next_into`] gives what the iterator gives, and a series key that parses back to the line's
+/// measurement and tags. Its lines' tags and fields are appended one after another to the shared
+/// vectors; with `share` ([`Lines::share_repeated_keys`]), a line repeating an earlier line's key
+/// (one it could take without parsing: no backslash or carriage return in it) appends no tags and its
+/// range is that line's.
+fn check_into(body: &[u8], share: bool) -> Result<(), String> {
     let (mut tags, mut fields) = (Vec::new(), Vec::new());
     let mut into = parse_lines(body);
+    if share {
+        into = into.share_repeated_keys(4);
+    }
+    let how = if share { "next_into sharing keys" } else { "next_into" };
+    // Each distinct key's tags range as first appended.
+    let mut keys: Vec<(&str, std::ops::Range<usize>)> = Vec::new();
     for item in parse_lines(body) {
         let (tags_len, fields_len) = (tags.len(), fields.len());
         let got = into
             .next_into(&mut tags, &mut fields)
-            .ok_or("next_into ended before the iterator")?;
+            .ok_or_else(|| format!("{how} ended before the iterator"))?;
         match (item, got) {
             (Ok(line), Ok(head)) => {
-                if head.tags.start != tags_len
-                    || head.fields.start != fields_len
-                    || head.tags.end != tags.len()
-                    || head.fields.end != fields.len()
-                {
+                let first = keys.iter().find(|(k, _)| *k == head.series_key).map(|(_, r)| r.clone());
+                let shares = share
+                    && first.is_some()
+                    && !head.series_key.contains(['\\', '\r'])
+                    && keys.len() < SHARED_KEYS_MAX;
+                let tags_placed = if shares {
+                    tags.len() == tags_len && Some(&head.tags) == first.as_ref()
+                } else {
+                    head.tags == (tags_len..tags.len())
+                };
+                if !tags_placed || head.fields != (fields_len..fields.len()) {
                     return Err(format!(
-                        "{head:?}: ranges are not the appended items ({tags_len}, {fields_len} before)"
+                        "{how}: {head:?}: ranges are not the appended items ({tags_len}, {fields_len} before; \
+                         the key's first range {first:?})"
                     ));
                 }
                 let same = head.measurement == line.measurement
@@ -263,29 +227,32 @@ fn check_into(body: &[u8]) -> Result<(), String> {
                     && head.timestamp == line.timestamp
                     && head.line_number == line.line_number;
                 if !same {
-                    return Err(format!("{head:?} differs from {line:?}"));
+                    return Err(format!("{how}: {head:?} differs from {line:?}"));
                 }
                 let text = format!("{} f=1", head.series_key);
                 let key = parse_lines(text.as_bytes()).next();
                 if !matches!(&key, Some(Ok(k)) if k.measurement == line.measurement && k.tags == line.tags)
                 {
                     return Err(format!(
-                        "series key {:?} of {line:?} parsed as {key:?}",
+                        "{how}: series key {:?} of {line:?} parsed as {key:?}",
                         head.series_key
                     ));
+                }
+                if first.is_none() {
+                    keys.push((head.series_key, head.tags.clone()));
                 }
             }
             (Err(a), Err(b)) if a == b && tags.len() == tags_len && fields.len() == fields_len => {}
             (item, got) => {
                 return Err(format!(
-                    "next_into gave {got:?} where the iterator gave {item:?}"
+                    "{how} gave {got:?} where the iterator gave {item:?}"
                 ));
             }
         }
     }
     match into.next_into(&mut tags, &mut fields) {
         None => Ok(()),
-        Some(extra) => Err(format!("next_into gave {extra:?} after the iterator ended")),
+        Some(extra) => Err(format!("{how} gave {extra:?} after the iterator ended")),
     }
 }
 

@@ -275,12 +275,11 @@ impl<'a> Lines<'a> {
         let (tags_len, fields_len) = (tags.len(), fields.len());
         let key = self.shared.as_ref().and_then(|_| SharedKeys::key_at(self.body, first));
         let known = key.and_then(|k| self.shared.as_ref()?.keys.get(k));
-        let parsed = match known {
-            Some(known) => parser.known_key(first, first + key.map_or(0, <[u8]>::len), known, fields),
-            None => parser.line(first, &mut self.scratch, tags, fields),
+        let parsed = match (key, known) {
+            (Some(key), Some(known)) => parser.known_key(first, first + key.len(), known, fields),
+            _ => parser.line(first, &mut self.scratch, tags, fields),
         };
         let hit = known.is_some();
-        let new_key = key.filter(|_| !hit);
         let (outcome, eol, newline, newlines) = match parsed {
             Ok((line, eol)) => (Ok(line), eol, newline_at(self.body, eol), parser.newlines),
             Err(fail) => {
@@ -312,15 +311,16 @@ impl<'a> Lines<'a> {
         match outcome {
             Ok(mut line) => {
                 line.line_number = line_number;
-                if let (true, Some(shared)) = (hit, self.shared.as_mut()) {
-                    shared.hits += 1;
-                }
-                if let (Some(key), Some(shared)) = (new_key, self.shared.as_mut()) {
-                    // No backslash before the first space: the parse's key is those bytes.
-                    debug_assert_eq!(key, line.series_key.as_bytes());
-                    if shared.keys.len() < SHARED_KEYS_MAX {
-                        let known = SharedKey { measurement: line.measurement.clone(), tags: line.tags.clone() };
-                        shared.keys.insert(key, known);
+                if let (Some(key), Some(shared)) = (key, self.shared.as_mut()) {
+                    if hit {
+                        shared.hits += 1;
+                    } else {
+                        // No backslash before the first space: the parse's key is those bytes.
+                        debug_assert_eq!(key, line.series_key.as_bytes());
+                        if shared.keys.len() < SHARED_KEYS_MAX {
+                            let known = SharedKey { measurement: line.measurement.clone(), tags: line.tags.clone() };
+                            shared.keys.insert(key, known);
+                        }
                     }
                 }
                 self.scratch.tags_hint = line.tags.len().min(CAPACITY_HINT_MAX);
