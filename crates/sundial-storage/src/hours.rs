@@ -108,11 +108,8 @@ pub(crate) fn encode(ts: &[i64], cols: &[(ColId, Column)], out: &mut Vec<u8>) {
         let ty = c.field_type();
         let written = match &c.values {
             ColumnValues::Integer(v) => encode_section(&bounds, &c.validity, v, &mut body, |vals, body| {
-                let (mut min, mut max, mut sum) = (i64::MAX, i64::MIN, 0i64);
-                for &x in vals {
-                    (min, max) = (min.min(x), max.max(x));
-                    sum = sum.checked_add(x)?;
-                }
+                let (min, max, sum) = crate::segment::int_min_max_sum(vals);
+                let sum = sum?;
                 put_ivarint(body, min);
                 put_uvarint(body, max.wrapping_sub(min) as u64);
                 put_ivarint(body, sum);
@@ -165,10 +162,15 @@ fn encode_section<T: Copy>(
     }
     let mut vals: Vec<T> = Vec::new();
     for w in bounds.windows(2) {
-        vals.clear();
-        vals.extend((w[0]..w[1]).filter(|r| validity[*r]).map(|r| values[r]));
-        if !vals.is_empty() {
-            stat(&vals, body)?;
+        let hour = if dense {
+            &values[w[0]..w[1]]
+        } else {
+            vals.clear();
+            vals.extend((w[0]..w[1]).filter(|r| validity[*r]).map(|r| values[r]));
+            &vals
+        };
+        if !hour.is_empty() {
+            stat(hour, body)?;
         }
     }
     Some(())

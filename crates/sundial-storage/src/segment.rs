@@ -242,7 +242,14 @@ fn stats_of(ts: &[i64], c: &Column, range: std::ops::Range<usize>) -> ColStats {
     s.last_ts = ts[lk];
     let (fi, li) = (range.start + fk, range.start + lk);
     let valid = |i: &usize| c.validity[*i];
+    // A column without nulls (the usual case) is read as a slice: no validity test per value.
+    let dense = s.count as usize == validity.len();
     match &c.values {
+        ColumnValues::Float(v) if dense => {
+            let (min, max, sum) = float_min_max_sum(&v[range]);
+            (s.min, s.max, s.sum) = (min.to_bits(), max.to_bits(), sum.to_bits());
+            (s.first, s.last) = (v[fi].to_bits(), v[li].to_bits());
+        }
         ColumnValues::Float(v) => {
             let it = range.clone().filter(valid).map(|i| v[i]);
             s.min = it.clone().fold(f64::INFINITY, f64::min).to_bits();
@@ -251,10 +258,12 @@ fn stats_of(ts: &[i64], c: &Column, range: std::ops::Range<usize>) -> ColStats {
             (s.first, s.last) = (v[fi].to_bits(), v[li].to_bits());
         }
         ColumnValues::Integer(v) => {
-            let mut it = range.clone().filter(valid).map(|i| v[i]);
-            s.min = it.clone().min().unwrap_or(0) as u64;
-            s.max = it.clone().max().unwrap_or(0) as u64;
-            let sum = it.try_fold(0i64, i64::checked_add);
+            let (min, max, sum) = if dense {
+                int_min_max_sum(&v[range])
+            } else {
+                int_min_max_sum(&range.filter(valid).map(|i| v[i]).collect::<Vec<_>>())
+            };
+            (s.min, s.max) = (min as u64, max as u64);
             (s.sum, s.sum_ok) = (sum.unwrap_or(0) as u64, sum.is_some());
             (s.first, s.last) = (v[fi] as u64, v[li] as u64);
         }
@@ -276,6 +285,36 @@ fn stats_of(ts: &[i64], c: &Column, range: std::ops::Range<usize>) -> ColStats {
         ColumnValues::String(_) => {}
     }
     s
+}
+
+/// The minimum, maximum and sum of `vals` (non-empty), the sum `None` where a running sum overflows an
+/// `i64`, as `checked_add` from the first value on would find. When no running sum can overflow (every
+/// value within `i64::MAX / n` of zero) the sum is a plain one, which the compiler vectorises: every
+/// flushed and merged block's statistics and hour statistics come through here, and the checked sum
+/// of each value was most of their cost.
+pub(crate) fn int_min_max_sum(vals: &[i64]) -> (i64, i64, Option<i64>) {
+    let (mut min, mut max) = (i64::MAX, i64::MIN);
+    for &x in vals {
+        (min, max) = (min.min(x), max.max(x));
+    }
+    let bound = i64::MAX / i64::try_from(vals.len().max(1)).unwrap_or(i64::MAX);
+    let sum = if -bound <= min && max <= bound {
+        Some(vals.iter().fold(0i64, |a, x| a.wrapping_add(*x)))
+    } else {
+        vals.iter().try_fold(0i64, |a, x| a.checked_add(*x))
+    };
+    (min, max, sum)
+}
+
+/// The minimum, maximum (`f64::min`/`max`: a NaN is passed over) and sum of `vals`, in one pass, as the
+/// three folds of the sparse case give them (the sum starts at −0.0, as `Iterator::sum` does, so that
+/// −0.0 values sum to −0.0).
+fn float_min_max_sum(vals: &[f64]) -> (f64, f64, f64) {
+    let (mut min, mut max, mut sum) = (f64::INFINITY, f64::NEG_INFINITY, -0.0);
+    for &x in vals {
+        (min, max, sum) = (min.min(x), max.max(x), sum + x);
+    }
+    (min, max, sum)
 }
 
 /// Writes one segment file. Blocks must be added in (series, time) order.
@@ -2108,6 +2147,76 @@ impl PartitionedWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The vectorised sum gives what a `checked_add` from the first value gives, `None` included, on
+    /// both sides of its bound (every value within `i64::MAX / n` of zero) and far past it.
+    #[test]
+    fn int_min_max_sum_is_the_checked_sum() {
+        let reference = |v: &[i64]| {
+            let (min, max) = (*v.iter().min().unwrap(), *v.iter().max().unwrap());
+            (min, max, v.iter().try_fold(0i64, |a, x| a.checked_add(*x)))
+        };
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for n in [1usize, 2, 3, 7, 64, 1000] {
+            let bound = i64::MAX / n as i64;
+            for scale in [10, bound / 2, bound, bound.saturating_add(1), i64::MAX / 2, i64::MAX] {
+                for _ in 0..50 {
+                    let v: Vec<i64> = (0..n)
+                        .map(|_| match next() % 4 {
+                            0 => scale,
+                            1 => -scale,
+                            _ => (next() % (scale as u64).max(1)) as i64 * if next() % 2 == 0 { 1 } else { -1 },
+                        })
+                        .collect();
+                    assert_eq!(int_min_max_sum(&v), reference(&v), "{v:?}");
+                }
+            }
+        }
+        // Overflow in a running sum whose total would fit: still `None`, as the format has always said.
+        assert_eq!(int_min_max_sum(&[i64::MAX, 1, -1]).2, None);
+        assert_eq!(int_min_max_sum(&[i64::MIN, -1, 1]).2, None);
+        assert_eq!(int_min_max_sum(&[i64::MIN]), (i64::MIN, i64::MIN, Some(i64::MIN)));
+    }
+
+    /// A column without nulls (read as a slice) gets the statistics the value-by-value path gives the
+    /// same values with a null among them, NaN, −0.0 and infinities included.
+    #[test]
+    fn dense_stats_equal_sparse_stats() {
+        let floats = [
+            vec![1.5, -2.0, 3.25],
+            vec![-0.0, -0.0],
+            vec![0.0, -0.0, f64::NAN, 2.0],
+            vec![f64::INFINITY, 1.0, f64::NEG_INFINITY],
+            vec![f64::NAN],
+        ];
+        let ints = [vec![5i64, -3, 9], vec![i64::MAX, 1, -1], vec![i64::MIN, i64::MAX], vec![7]];
+        let cases = floats
+            .iter()
+            .map(|v| v.iter().map(|x| Value::Float(*x)).collect::<Vec<_>>())
+            .chain(ints.iter().map(|v| v.iter().map(|x| Value::Integer(*x)).collect()));
+        for values in cases {
+            let ty = values[0].field_type();
+            let (mut dense, mut sparse) = (Column::new(ty), Column::new(ty));
+            sparse.push_null();
+            for v in &values {
+                dense.push_value(v);
+                sparse.push_value(v);
+            }
+            sparse.push_null();
+            let n = values.len();
+            let ts: Vec<i64> = (0..n as i64 + 2).collect();
+            let d = stats_of(&ts[1..], &dense, 0..n);
+            let s = stats_of(&ts, &sparse, 0..n + 2);
+            assert_eq!(d, s, "{values:?}");
+            assert_eq!(d.count as usize, n);
+        }
+    }
 
     /// A column's delta is searched for in its first block and again every `DELTA_HINT_BLOCKS` blocks;
     /// in between the last search's order is asked for; a search that found no order to carry (or a
