@@ -187,8 +187,8 @@ pub fn check_round_trip(body: &[u8]) -> Result<(), String> {
 /// [`Lines::next_into`] gives what the iterator gives, and a series key that parses back to the line's
 /// measurement and tags. Its lines' tags and fields are appended one after another to the shared
 /// vectors; with `share` ([`Lines::share_repeated_keys`]), a line repeating an earlier line's key
-/// (one it could take without parsing: no backslash or carriage return in it) appends no tags and its
-/// range is that line's.
+/// (one it could take without parsing: no backslash or carriage return in it) appends no tags, its
+/// range is that line's, and its key is that line's text, at that line's address.
 fn check_into(body: &[u8], share: bool) -> Result<(), String> {
     let (mut tags, mut fields) = (Vec::new(), Vec::new());
     let mut into = parse_lines(body);
@@ -205,13 +205,16 @@ fn check_into(body: &[u8], share: bool) -> Result<(), String> {
             .ok_or_else(|| format!("{how} ended before the iterator"))?;
         match (item, got) {
             (Ok(line), Ok(head)) => {
-                let first = keys.iter().find(|(k, _)| *k == head.series_key).map(|(_, r)| r.clone());
+                let first_key = keys.iter().find(|(k, _)| *k == head.series_key);
+                let first = first_key.map(|(_, r)| r.clone());
                 let shares = share
                     && first.is_some()
                     && !head.series_key.contains(['\\', '\r'])
                     && keys.len() < SHARED_KEYS_MAX;
                 let tags_placed = if shares {
-                    tags.len() == tags_len && Some(&head.tags) == first.as_ref()
+                    tags.len() == tags_len
+                        && Some(&head.tags) == first.as_ref()
+                        && first_key.is_some_and(|(k, _)| k.as_ptr() == head.series_key.as_ptr())
                 } else {
                     head.tags == (tags_len..tags.len())
                 };

@@ -27,7 +27,9 @@ pub struct LineHead<'a> {
     /// The series key as written: the measurement and tags up to the space before the fields, escapes
     /// and all. The same key text always parses to the same measurement and tags, so it can stand for
     /// them (the storage engine caches series by it); two texts may name one series (tags in another
-    /// order).
+    /// order). A line that shares an earlier line's parse ([`Lines::share_repeated_keys`]) has that
+    /// line's key: byte for byte its own, but at the earlier line's address, so that a consumer can
+    /// tell a repeat by the address alone.
     pub series_key: &'a str,
     /// Where the line's tags are in the tags vector (in the order written; keys unique).
     pub tags: Range<usize>,
@@ -176,9 +178,11 @@ impl ShareAdvisor {
     }
 }
 
-/// A key's parse: its measurement, and where its tags are in the caller's vector.
+/// A key's parse: its text (in the line that first had it), its measurement, and where its tags are in
+/// the caller's vector.
 #[derive(Clone)]
 struct SharedKey<'a> {
+    key: &'a str,
     measurement: Cow<'a, str>,
     tags: Range<usize>,
 }
@@ -276,7 +280,7 @@ impl<'a> Lines<'a> {
         let key = self.shared.as_ref().and_then(|_| SharedKeys::key_at(self.body, first));
         let known = key.and_then(|k| self.shared.as_ref()?.keys.get(k));
         let parsed = match (key, known) {
-            (Some(key), Some(known)) => parser.known_key(first, first + key.len(), known, fields),
+            (Some(key), Some(known)) => parser.known_key(first + key.len(), known, fields),
             _ => parser.line(first, &mut self.scratch, tags, fields),
         };
         let hit = known.is_some();
@@ -318,7 +322,11 @@ impl<'a> Lines<'a> {
                         // No backslash before the first space: the parse's key is those bytes.
                         debug_assert_eq!(key, line.series_key.as_bytes());
                         if shared.keys.len() < SHARED_KEYS_MAX {
-                            let known = SharedKey { measurement: line.measurement.clone(), tags: line.tags.clone() };
+                            let known = SharedKey {
+                                key: line.series_key,
+                                measurement: line.measurement.clone(),
+                                tags: line.tags.clone(),
+                            };
                             shared.keys.insert(key, known);
                         }
                     }
@@ -447,17 +455,11 @@ impl<'a> Parser<'a> {
         self.fields_and_time(pos, measurement, series_key, tags_start..tags.len(), fields)
     }
 
-    /// [`Parser::line`] for a line whose series key, `buf[first..space]`, an earlier line had: its
-    /// measurement and tags are that line's.
-    fn known_key(
-        &mut self,
-        first: usize,
-        space: usize,
-        known: &SharedKey<'a>,
-        fields: &mut Fields<'a>,
-    ) -> Parsed<(LineHead<'a>, usize)> {
-        let series_key = self.str(first, space)?;
-        self.fields_and_time(space, known.measurement.clone(), series_key, known.tags.clone(), fields)
+    /// [`Parser::line`] for a line whose series key, the bytes before `space`, an earlier line had: its
+    /// measurement, tags and series key are that line's (the key the very same text, at the same
+    /// address: see [`LineHead::series_key`]).
+    fn known_key(&mut self, space: usize, known: &SharedKey<'a>, fields: &mut Fields<'a>) -> Parsed<(LineHead<'a>, usize)> {
+        self.fields_and_time(space, known.measurement.clone(), known.key, known.tags.clone(), fields)
     }
 
     /// The rest of a line after its series key (`space` is the space after it).

@@ -58,7 +58,7 @@ impl Slot {
 }
 
 /// A key's hash, computed once for a [`SeriesKeys::get`] and the [`SeriesKeys::insert`] after it.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct KeyHash(u64);
 
 impl SeriesKeys {

@@ -391,6 +391,44 @@ fn series_keys_find_series_across_writes_and_never_a_dropped_table() {
     assert_eq!(read_all(&e, "db"), vec![a(6, 7), b(6, 6)]);
 }
 
+/// `Inner::prelookup` gives a row whose key is an earlier row's very text (same address and length, as
+/// the line-protocol parser hands out a repeated key) that row's series without looking it up again; a
+/// key at the same address but of another length (a prefix: another series) is looked up as usual.
+#[test]
+fn a_key_at_an_earlier_rows_address_is_that_rows_series_only_at_its_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    let text = String::from("cpu,host=ab");
+    let (long, short) = (&text[..11], &text[..10]); // "cpu,host=ab" and "cpu,host=a"
+    assert_eq!(long.as_ptr(), short.as_ptr());
+    let keyed = |key, host, ts, v| WritePoint {
+        line: 1,
+        table: "cpu",
+        key: Some(key),
+        tags: vec![("host", host)].into(),
+        fields: vec![("v", Value::Integer(v))].into(),
+        ts,
+    };
+    let rows = |ts: i64| {
+        [keyed(long, "ab", ts, 1), keyed(short, "a", ts, 2), keyed(long, "ab", ts + 1, 3), keyed(short, "a", ts + 1, 4)]
+    };
+    // New series (looked up in the catalog under the lock), then known ones (found before it).
+    e.write("db", &rows(10)).unwrap();
+    e.write("db", &rows(20)).unwrap();
+    assert_eq!(e.catalog().db("db").unwrap().table("cpu").unwrap().series_count(), 2);
+    let row = |h: &str, ts, v| (h.to_string(), ts, Some(v));
+    let want = vec![row("a", 10, 2), row("a", 11, 4), row("a", 20, 2), row("a", 21, 4)];
+    let want = [want, vec![row("ab", 10, 1), row("ab", 11, 3), row("ab", 20, 1), row("ab", 21, 3)]].concat();
+    assert_eq!(read_all(&e, "db"), want);
+    let db = e.catalog().db("db").unwrap().id;
+    let pre = e.inner.prelookup("db", &rows(30)).unwrap();
+    let series: Vec<_> = pre.rows.iter().map(|(_, s)| s.map(|(_, s)| s)).collect();
+    assert_eq!(series, [Some(0), Some(1), Some(0), Some(1)]);
+    let k = e.inner.series_keys.read();
+    assert_eq!(pre.rows.iter().map(|(h, _)| *h).collect::<Vec<_>>(), [long, short, long, short].map(|key| Some(k.hash(db, key))));
+}
+
 /// A write's series found before it takes `write_lock` (`Inner::prelookup`: in the cache of series keys,
 /// or in the catalog for rows without a key) are used only for a table the write resolves under the
 /// lock: when the table is dropped and created again in between, the rows go to the new table's series,
