@@ -1558,12 +1558,18 @@ fn tag_cells(engine: &Engine, sc: &Scope, tag_cols: &[ColId], series: &[SeriesId
         return vec![vec![Cell::Null; tag_cols.len()]; series.len()];
     };
     let dicts: Vec<_> = tag_cols.iter().map(|c| t.tag_dict(*c)).collect();
-    // Per tag, its dictionary's shared values, or (a dictionary too large to keep them) this query's.
+    // Per tag, its dictionary's shared values, or this part's own: for a dictionary too large to keep
+    // them, and for a tag of few values among the part's series (a region among thousands of hosts).
+    // Every series clones those, and a string shared with the other part's thread, and with the thread
+    // freeing the last answer, has its count's cache line pulled between cores at each clone and drop.
     let mut values: Vec<TagValues> = dicts
         .iter()
-        .map(|d| match d.and_then(|d| d.shared_values()) {
-            Some(v) => TagValues::Shared(v),
-            None => TagValues::Made(vec![None; d.map_or(0, |d| d.len())]),
+        .map(|d| match d {
+            Some(d) if d.len().saturating_mul(2) <= series.len() => TagValues::Made(vec![None; d.len()]),
+            _ => match d.and_then(|d| d.shared_values()) {
+                Some(v) => TagValues::Shared(v),
+                None => TagValues::Made(vec![None; d.map_or(0, |d| d.len())]),
+            },
         })
         .collect();
     series
