@@ -9,6 +9,11 @@ fn point<'a>(table: &'a str, host: &'a str, ts: i64, v: i64) -> WritePoint<'a> {
     WritePoint { line: 1, table, key: None, tags: vec![("host", host)].into(), fields: vec![("v", Value::Integer(v))].into(), ts }
 }
 
+/// A row of table `cpu` with its series key text, as line protocol gives it.
+fn keyed<'a>(key: &'a str, host: &'a str, ts: i64, v: i64) -> WritePoint<'a> {
+    WritePoint { key: Some(key), ..point("cpu", host, ts, v) }
+}
+
 /// All (host, ts, v) rows of table `cpu` in `db`, via the public read path.
 fn read_all(e: &Engine, db: &str) -> Vec<(String, i64, Option<i64>)> {
     let (db_id, t_id, host_col, v_col, n) = {
@@ -353,14 +358,6 @@ fn series_keys_find_series_across_writes_and_never_a_dropped_table() {
     let dir = tempfile::tempdir().unwrap();
     let e = Engine::open(config(dir.path())).unwrap();
     e.create_database("db", 0, false).unwrap();
-    let keyed = |key, host, ts, v| WritePoint {
-        line: 1,
-        table: "cpu",
-        key: Some(key),
-        tags: vec![("host", host)].into(),
-        fields: vec![("v", Value::Integer(v))].into(),
-        ts,
-    };
     let cached = |e: &Engine, key: &str| {
         let db = e.catalog().db("db").unwrap().id;
         let k = e.inner.series_keys.read();
@@ -402,14 +399,6 @@ fn a_key_at_an_earlier_rows_address_is_that_rows_series_only_at_its_length() {
     let text = String::from("cpu,host=ab");
     let (long, short) = (&text[..11], &text[..10]); // "cpu,host=ab" and "cpu,host=a"
     assert_eq!(long.as_ptr(), short.as_ptr());
-    let keyed = |key, host, ts, v| WritePoint {
-        line: 1,
-        table: "cpu",
-        key: Some(key),
-        tags: vec![("host", host)].into(),
-        fields: vec![("v", Value::Integer(v))].into(),
-        ts,
-    };
     let rows = |ts: i64| {
         [keyed(long, "ab", ts, 1), keyed(short, "a", ts, 2), keyed(long, "ab", ts + 1, 3), keyed(short, "a", ts + 1, 4)]
     };
