@@ -108,7 +108,7 @@ pub(crate) fn encode(ts: &[i64], cols: &[(ColId, Column)], out: &mut Vec<u8>) {
         let ty = c.field_type();
         let written = match &c.values {
             ColumnValues::Integer(v) => encode_section(&bounds, &c.validity, v, &mut body, |vals, body| {
-                let (min, max, sum) = crate::segment::int_min_max_sum(vals);
+                let (min, max, sum) = crate::segment::int_min_max_sum(vals.iter().copied());
                 let sum = sum?;
                 put_ivarint(body, min);
                 put_uvarint(body, max.wrapping_sub(min) as u64);

@@ -245,23 +245,20 @@ fn stats_of(ts: &[i64], c: &Column, range: std::ops::Range<usize>) -> ColStats {
     // A column without nulls (the usual case) is read as a slice: no validity test per value.
     let dense = s.count as usize == validity.len();
     match &c.values {
-        ColumnValues::Float(v) if dense => {
-            let (min, max, sum) = float_min_max_sum(&v[range]);
-            (s.min, s.max, s.sum) = (min.to_bits(), max.to_bits(), sum.to_bits());
-            (s.first, s.last) = (v[fi].to_bits(), v[li].to_bits());
-        }
         ColumnValues::Float(v) => {
-            let it = range.clone().filter(valid).map(|i| v[i]);
-            s.min = it.clone().fold(f64::INFINITY, f64::min).to_bits();
-            s.max = it.clone().fold(f64::NEG_INFINITY, f64::max).to_bits();
-            s.sum = it.sum::<f64>().to_bits();
+            let (min, max, sum) = if dense {
+                float_min_max_sum(v[range].iter().copied())
+            } else {
+                float_min_max_sum(range.filter(valid).map(|i| v[i]))
+            };
+            (s.min, s.max, s.sum) = (min.to_bits(), max.to_bits(), sum.to_bits());
             (s.first, s.last) = (v[fi].to_bits(), v[li].to_bits());
         }
         ColumnValues::Integer(v) => {
             let (min, max, sum) = if dense {
-                int_min_max_sum(&v[range])
+                int_min_max_sum(v[range].iter().copied())
             } else {
-                int_min_max_sum(&range.filter(valid).map(|i| v[i]).collect::<Vec<_>>())
+                int_min_max_sum(range.filter(valid).map(|i| v[i]))
             };
             (s.min, s.max) = (min as u64, max as u64);
             (s.sum, s.sum_ok) = (sum.unwrap_or(0) as u64, sum.is_some());
@@ -292,26 +289,25 @@ fn stats_of(ts: &[i64], c: &Column, range: std::ops::Range<usize>) -> ColStats {
 /// value within `i64::MAX / n` of zero) the sum is a plain one, which the compiler vectorises: every
 /// flushed and merged block's statistics and hour statistics come through here, and the checked sum
 /// of each value was most of their cost.
-pub(crate) fn int_min_max_sum(vals: &[i64]) -> (i64, i64, Option<i64>) {
-    let (mut min, mut max) = (i64::MAX, i64::MIN);
-    for &x in vals {
-        (min, max) = (min.min(x), max.max(x));
+pub(crate) fn int_min_max_sum(vals: impl Iterator<Item = i64> + Clone) -> (i64, i64, Option<i64>) {
+    let (mut min, mut max, mut n) = (i64::MAX, i64::MIN, 0usize);
+    for x in vals.clone() {
+        (min, max, n) = (min.min(x), max.max(x), n + 1);
     }
-    let bound = i64::MAX / i64::try_from(vals.len().max(1)).unwrap_or(i64::MAX);
+    let bound = i64::MAX / i64::try_from(n.max(1)).unwrap_or(i64::MAX);
     let sum = if -bound <= min && max <= bound {
-        Some(vals.iter().fold(0i64, |a, x| a.wrapping_add(*x)))
+        Some(vals.fold(0i64, i64::wrapping_add))
     } else {
-        vals.iter().try_fold(0i64, |a, x| a.checked_add(*x))
+        vals.fold(Some(0i64), |a, x| a?.checked_add(x))
     };
     (min, max, sum)
 }
 
-/// The minimum, maximum (`f64::min`/`max`: a NaN is passed over) and sum of `vals`, in one pass, as the
-/// three folds of the sparse case give them (the sum starts at −0.0, as `Iterator::sum` does, so that
-/// −0.0 values sum to −0.0).
-fn float_min_max_sum(vals: &[f64]) -> (f64, f64, f64) {
+/// The minimum, maximum (`f64::min`/`max`: a NaN is passed over) and sum of `vals`, in one pass (the sum
+/// starts at −0.0, as `Iterator::sum` does, so that −0.0 values sum to −0.0).
+fn float_min_max_sum(vals: impl Iterator<Item = f64>) -> (f64, f64, f64) {
     let (mut min, mut max, mut sum) = (f64::INFINITY, f64::NEG_INFINITY, -0.0);
-    for &x in vals {
+    for x in vals {
         (min, max, sum) = (min.min(x), max.max(x), sum + x);
     }
     (min, max, sum)
@@ -2174,14 +2170,14 @@ mod tests {
                             _ => (next() % (scale as u64).max(1)) as i64 * if next() % 2 == 0 { 1 } else { -1 },
                         })
                         .collect();
-                    assert_eq!(int_min_max_sum(&v), reference(&v), "{v:?}");
+                    assert_eq!(int_min_max_sum(v.iter().copied()), reference(&v), "{v:?}");
                 }
             }
         }
         // Overflow in a running sum whose total would fit: still `None`, as the format has always said.
-        assert_eq!(int_min_max_sum(&[i64::MAX, 1, -1]).2, None);
-        assert_eq!(int_min_max_sum(&[i64::MIN, -1, 1]).2, None);
-        assert_eq!(int_min_max_sum(&[i64::MIN]), (i64::MIN, i64::MIN, Some(i64::MIN)));
+        assert_eq!(int_min_max_sum([i64::MAX, 1, -1].into_iter()).2, None);
+        assert_eq!(int_min_max_sum([i64::MIN, -1, 1].into_iter()).2, None);
+        assert_eq!(int_min_max_sum([i64::MIN].into_iter()), (i64::MIN, i64::MIN, Some(i64::MIN)));
     }
 
     /// A column without nulls (read as a slice) gets the statistics the value-by-value path gives the

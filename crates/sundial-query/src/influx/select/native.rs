@@ -1564,12 +1564,9 @@ fn tag_cells(engine: &Engine, sc: &Scope, tag_cols: &[ColId], series: &[SeriesId
     // freeing the last answer, has its count's cache line pulled between cores at each clone and drop.
     let mut values: Vec<TagValues> = dicts
         .iter()
-        .map(|d| match d {
-            Some(d) if d.len().saturating_mul(2) <= series.len() => TagValues::Made(vec![None; d.len()]),
-            _ => match d.and_then(|d| d.shared_values()) {
-                Some(v) => TagValues::Shared(v),
-                None => TagValues::Made(vec![None; d.map_or(0, |d| d.len())]),
-            },
+        .map(|d| match d.filter(|d| d.len().saturating_mul(2) > series.len()).and_then(|d| d.shared_values()) {
+            Some(v) => TagValues::Shared(v),
+            None => TagValues::Made(vec![None; d.map_or(0, |d| d.len())]),
         })
         .collect();
     series
