@@ -427,6 +427,54 @@ impl PackBuilder {
     }
 }
 
+/// A segment's series and packs, as a compaction plans its merge ([`Segment::layout`]).
+#[derive(Default)]
+pub struct Layout {
+    /// Every series with a block, ascending.
+    pub series: Vec<SeriesId>,
+    /// Every pack, in file order (so by series).
+    pub packs: Vec<PackSpan>,
+    /// Every packed block's series and row count, pack after pack.
+    members: Vec<(SeriesId, u32)>,
+}
+
+impl Layout {
+    /// The series of pack `p` and their row counts, in the pack's order.
+    pub fn members(&self, p: &PackSpan) -> &[(SeriesId, u32)] {
+        &self.members[p.members.clone()]
+    }
+
+    /// True when this segment has a block of some series in `first..=last`.
+    pub fn has_series_in(&self, first: SeriesId, last: SeriesId) -> bool {
+        let i = self.series.partition_point(|s| *s < first);
+        self.series.get(i).is_some_and(|s| *s <= last)
+    }
+}
+
+/// One pack of a segment as its footer describes it: its members' series range, its rows, time range
+/// and chunks (timestamps, then columns in header order, back to back).
+#[derive(Clone, Debug)]
+pub struct PackSpan {
+    pub first: SeriesId,
+    pub last: SeriesId,
+    /// Its entries in [`Layout::members`].
+    members: std::ops::Range<usize>,
+    pub rows: u32,
+    pub ts_min: i64,
+    pub ts_max: i64,
+    ts_chunk: ChunkRef,
+    /// The pack's columns (statistics empty).
+    cols: Arc<[ColMeta]>,
+}
+
+impl PackSpan {
+    /// The pack's chunks: from its timestamp chunk's first byte to its last column chunk's end.
+    fn bytes(&self) -> std::ops::Range<u64> {
+        let end = self.cols.last().map_or(&self.ts_chunk, |c| &c.chunk);
+        self.ts_chunk.offset..end.offset + u64::from(end.len)
+    }
+}
+
 /// A pack as the footer describes it, at its first series.
 struct PackMeta {
     rows: u32,
@@ -546,6 +594,58 @@ impl SegmentWriter {
         }
         self.close_pack()?;
         self.write_block(rows, range, cols)
+    }
+
+    /// Copies pack `p` of `src` (a segment of this format version and partition), with `members` (its
+    /// entry in `src`'s [`Layout`]), without decoding it: its chunks' bytes are read, their checksums
+    /// checked, and written as they are; the footer describes it as `src`'s did. A compaction does this
+    /// with a pack whose series no other input has (every pack of a flush of new series): merging
+    /// re-encoded its rows into the same pack, after decoding it and computing every member's statistics.
+    /// Its members must come after every series written so far.
+    pub fn copy_pack(&mut self, src: &Segment, p: &PackSpan, members: &[(SeriesId, u32)]) -> Result<()> {
+        let bad = |what: &str| Err(Error::internal(format!("pack of series {}..={} of {} not copied: {what}", p.first, p.last, src.path.display())));
+        if src.version != self.version || src.id.partition_start != self.id.partition_start || src.id.partition_ns != self.id.partition_ns {
+            return bad("another format version or partition");
+        }
+        if members.first().map(|m| m.0) != Some(p.first)
+            || members.last().map(|m| m.0) != Some(p.last)
+            || members.windows(2).any(|w| w[0].0 >= w[1].0)
+            || members.iter().map(|m| u64::from(m.1)).sum::<u64>() != u64::from(p.rows)
+        {
+            return bad("members disagree with the pack");
+        }
+        self.close_pack()?;
+        if self.blocks.last().is_some_and(|b| b.series >= p.first) {
+            return bad("blocks out of series order");
+        }
+        let span = p.bytes();
+        let buf = src.read_at(span.start, (span.end - span.start) as usize)?;
+        let mut refs = Vec::with_capacity(1 + p.cols.len());
+        for c in std::iter::once(&p.ts_chunk).chain(p.cols.iter().map(|m| &m.chunk)) {
+            let from = (c.offset - span.start) as usize;
+            let bytes = &buf[from..from + c.len as usize];
+            src.check_chunk(c, bytes)?;
+            refs.push(self.put(bytes)?);
+        }
+        debug_assert!(refs.iter().zip(std::iter::once(&p.ts_chunk).chain(p.cols.iter().map(|m| &m.chunk))).all(|(a, b)| a.crc == b.crc));
+        let ts_chunk = refs[0];
+        let cols = p.cols.iter().zip(&refs[1..]).map(|(m, chunk)| (m.col, m.ty, *chunk)).collect();
+        self.packs.push(PackMeta { rows: p.rows, ts_min: p.ts_min, ts_max: p.ts_max, ts_chunk, cols });
+        let mut row_off = 0;
+        for &(series, n_rows) in members {
+            self.blocks.push(BlockMeta {
+                series,
+                n_rows,
+                ts_min: p.ts_min,
+                ts_max: p.ts_max,
+                ts_chunk,
+                cols: Arc::default(),
+                pack: Some(PackSlice { row_off, rows: p.rows }),
+                hours: None,
+            });
+            row_off += n_rows;
+        }
+        Ok(())
     }
 
     /// Writes the open pack's chunks (timestamps, then each column with a value, by column id) and
@@ -1784,22 +1884,54 @@ impl Segment {
     /// series holds only that one and is not decoded; an uncached group is decoded without reading its
     /// packs (a compaction lists the series of inputs whose groups it reads later, one at a time).
     pub fn series(&self) -> Result<Vec<SeriesId>> {
-        let mut out: Vec<SeriesId> = Vec::new();
+        self.layout_of(false).map(|l| l.series)
+    }
+
+    /// The distinct series in this segment, ascending, and its packs with their members: what a
+    /// compaction needs to copy a pack whole ([`SegmentWriter::copy_pack`]). A cached group holding
+    /// packed blocks is decoded again without reading its packs (the cache keeps each member's own
+    /// statistics, not the pack's column list).
+    pub fn layout(&self) -> Result<Layout> {
+        self.layout_of(true)
+    }
+
+    fn layout_of(&self, with_packs: bool) -> Result<Layout> {
+        let mut out = Layout::default();
         for (g, grp) in self.groups.iter().enumerate() {
+            // One series only: a pack of one member alone in its group (the last) is not listed as a
+            // pack, and its series is merged like any other.
             if grp.first_series == grp.last_series {
-                if out.last() != Some(&grp.first_series) {
-                    out.push(grp.first_series);
+                if out.series.last() != Some(&grp.first_series) {
+                    out.series.push(grp.first_series);
                 }
                 continue;
             }
-            let blocks = match self.cache.get((self.number, g as u32)) {
-                Some(b) => b,
-                None => self.decode_group(g, false)?.into(),
+            let blocks: Arc<[BlockMeta]> = match self.cache.get((self.number, g as u32)) {
+                Some(b) if !with_packs || b.iter().all(|b| b.pack.is_none()) => b,
+                _ => self.decode_group(g, false)?.into(),
             };
             for b in blocks.iter() {
-                if out.last() != Some(&b.series) {
-                    out.push(b.series);
+                if out.series.last() != Some(&b.series) {
+                    out.series.push(b.series);
                 }
+                let Some(slice) = b.pack.filter(|_| with_packs) else { continue };
+                if slice.row_off == 0 {
+                    let at = out.members.len();
+                    out.packs.push(PackSpan {
+                        first: b.series,
+                        last: b.series,
+                        members: at..at,
+                        rows: slice.rows,
+                        ts_min: b.ts_min,
+                        ts_max: b.ts_max,
+                        ts_chunk: b.ts_chunk,
+                        cols: Arc::clone(&b.cols),
+                    });
+                }
+                let p = out.packs.last_mut().expect("a pack starts at its first member's block");
+                debug_assert_eq!(p.ts_chunk, b.ts_chunk, "members of one pack are consecutive blocks");
+                out.members.push((b.series, b.n_rows));
+                (p.last, p.members.end) = (b.series, out.members.len());
             }
         }
         Ok(out)
