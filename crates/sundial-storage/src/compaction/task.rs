@@ -190,6 +190,9 @@ mod tests {
     /// (series, ts) → (integer, float) of every row.
     type Rows = BTreeMap<(SeriesId, i64), (Option<Value>, Option<Value>)>;
 
+    /// Per input, its generation and its series with their timestamps.
+    type Inputs = [(u64, Vec<(SeriesId, Vec<i64>)>)];
+
     fn id(generation: u64) -> SegmentId {
         SegmentId { db: 1, table: 1, partition_start: 0, partition_ns: 1_000_000, generation, gen_min: generation, tombstones_applied: 0 }
     }
@@ -197,7 +200,7 @@ mod tests {
     /// The value a row of `series` at `ts` gets in generation `g`: the float only on even series.
     fn row(series: SeriesId, ts: i64, g: u64) -> (Option<Value>, Option<Value>) {
         let v = i64::from(series) * 1000 + ts * 10 + g as i64;
-        (Some(Value::Integer(v)), (series % 2 == 0).then(|| Value::Float(v as f64 / 8.0)))
+        (Some(Value::Integer(v)), series.is_multiple_of(2).then(|| Value::Float(v as f64 / 8.0)))
     }
 
     /// A flush output of generation `g`: each of `series` (ascending) with a row at each of `ts`.
@@ -234,7 +237,7 @@ mod tests {
     }
 
     /// What the merge must give: per (series, ts) the newest input's row, less the rows a tombstone hides.
-    fn model(inputs: &[(u64, Vec<(SeriesId, Vec<i64>)>)], tombstones: &[Arc<Tombstone>]) -> Rows {
+    fn model(inputs: &Inputs, tombstones: &[Arc<Tombstone>]) -> Rows {
         let mut out = Rows::new();
         for (g, series) in inputs {
             for (s, ts) in series {
@@ -247,7 +250,7 @@ mod tests {
         out
     }
 
-    fn run(inputs: &[(u64, Vec<(SeriesId, Vec<i64>)>)], tombstones: &[Arc<Tombstone>]) -> (Rows, MergeStats) {
+    fn run(inputs: &Inputs, tombstones: &[Arc<Tombstone>]) -> (Rows, MergeStats) {
         let dir = tempfile::tempdir().unwrap();
         let segs: Vec<Arc<Segment>> = inputs.iter().map(|(g, series)| segment(dir.path(), *g, series)).collect();
         let out_id = SegmentId { gen_min: inputs[0].0, ..id(inputs[inputs.len() - 1].0) };
