@@ -452,7 +452,7 @@ impl Layout {
 }
 
 /// One pack of a segment as its footer describes it: its members' series range, its rows, time range
-/// and chunks (timestamps, then columns in header order, back to back).
+/// and chunks (timestamps, then columns in header order).
 #[derive(Clone, Debug)]
 pub struct PackSpan {
     pub first: SeriesId,
@@ -465,14 +465,6 @@ pub struct PackSpan {
     ts_chunk: ChunkRef,
     /// The pack's columns (statistics empty).
     cols: Arc<[ColMeta]>,
-}
-
-impl PackSpan {
-    /// The pack's chunks: from its timestamp chunk's first byte to its last column chunk's end.
-    fn bytes(&self) -> std::ops::Range<u64> {
-        let end = self.cols.last().map_or(&self.ts_chunk, |c| &c.chunk);
-        self.ts_chunk.offset..end.offset + u64::from(end.len)
-    }
 }
 
 /// A pack as the footer describes it, at its first series.
@@ -618,16 +610,10 @@ impl SegmentWriter {
         if self.blocks.last().is_some_and(|b| b.series >= p.first) {
             return bad("blocks out of series order");
         }
-        let span = p.bytes();
-        let buf = src.read_at(span.start, (span.end - span.start) as usize)?;
-        let mut refs = Vec::with_capacity(1 + p.cols.len());
-        for c in std::iter::once(&p.ts_chunk).chain(p.cols.iter().map(|m| &m.chunk)) {
-            let from = (c.offset - span.start) as usize;
-            let bytes = &buf[from..from + c.len as usize];
-            src.check_chunk(c, bytes)?;
-            refs.push(self.put(bytes)?);
-        }
-        debug_assert!(refs.iter().zip(std::iter::once(&p.ts_chunk).chain(p.cols.iter().map(|m| &m.chunk))).all(|(a, b)| a.crc == b.crc));
+        // The pack's chunks are back to back: one read, each chunk's checksum checked.
+        let chunks: Vec<&ChunkRef> = std::iter::once(&p.ts_chunk).chain(p.cols.iter().map(|m| &m.chunk)).collect();
+        let bytes = src.read_chunks(&chunks)?;
+        let refs = (0..chunks.len()).map(|i| self.put(bytes.get(i))).collect::<Result<Vec<ChunkRef>>>()?;
         let ts_chunk = refs[0];
         let cols = p.cols.iter().zip(&refs[1..]).map(|(m, chunk)| (m.col, m.ty, *chunk)).collect();
         self.packs.push(PackMeta { rows: p.rows, ts_min: p.ts_min, ts_max: p.ts_max, ts_chunk, cols });
