@@ -2,8 +2,9 @@
 //! ways: the iterator (vectors per line), `next_into` over 10,000-line bodies as `POST /write` does,
 //! and the same sharing repeated series keys (`share_repeated_keys`).
 //!
-//! Run: `cargo run --release -p sundial-lp --example lp_bench [lines] [rounds] [hosts]` (hosts: 1,000
-//! by default; TSBS writes each timestamp's hosts in turn, so a body repeats a key lines/hosts times).
+//! Run: `cargo run --release -p sundial-lp --example lp_bench [lines] [rounds] [hosts] [way]` (hosts:
+//! 1,000 by default; TSBS writes each timestamp's hosts in turn, so a body repeats a key lines/hosts
+//! times; way: 1, 2 or 3 runs only that one of the three, for a profile of it).
 
 use std::borrow::Cow;
 use std::hint::black_box;
@@ -167,6 +168,7 @@ fn main() {
     let lines = args.next().unwrap_or(200_000);
     let rounds = args.next().unwrap_or(10);
     let hosts = args.next().unwrap_or(1000).max(1);
+    let only = args.next().unwrap_or(0) as usize;
     let body = body(lines, hosts);
     println!(
         "{lines} lines of {hosts} hosts, {:.1} MB, {:.0} bytes/line",
@@ -180,7 +182,10 @@ fn main() {
         ("next_into", &|_| parse_bodies(&parts, false)),
         ("next_into, shared keys", &|_| parse_bodies(&parts, true)),
     ];
-    for (name, parse) in ways {
+    for (i, (name, parse)) in ways.into_iter().enumerate() {
+        if only != 0 && only != i + 1 {
+            continue;
+        }
         black_box(parse(body.as_bytes())); // warm-up
         let mut best = Duration::MAX;
         let mut total = Duration::ZERO;

@@ -97,6 +97,7 @@ pub fn parse_lines(body: &[u8]) -> Lines<'_> {
         line_bytes_max: LINE_BYTES_MAX,
         scratch: Scratch::default(),
         shared: None,
+        fast: true,
     }
 }
 
@@ -114,9 +115,12 @@ pub struct Lines<'a> {
     text: &'a str,
     text_start: usize,
     line_bytes_max: usize,
-    scratch: Scratch,
+    scratch: Scratch<'a>,
     /// Series keys parsed so far, when [`Lines::share_repeated_keys`] asked for it.
     shared: Option<SharedKeys<'a>>,
+    /// The fast paths for common shapes are taken ([`Parser::fast`]); off only to check them against
+    /// the general paths ([`Lines::without_fast_paths`]).
+    fast: bool,
 }
 
 /// Most series keys one body's parse keeps for [`Lines::share_repeated_keys`] (a key's slice, name and
@@ -189,22 +193,33 @@ struct SharedKey<'a> {
 
 impl<'a> SharedKeys<'a> {
     /// The series key of the line whose first byte is at `first`, if it can be taken without parsing:
-    /// it ends at the line's first space, with no backslash (an escape) or line end before it.
+    /// it ends at the line's first space, with no backslash (an escape) or `\n` before it. (A `\r`
+    /// before that space is not a line end, and names take it as an ordinary byte.)
+    ///
+    /// `memchr3` looks at 32 bytes at a time where the processor can (AVX2): a TSBS key is ~150 bytes,
+    /// and [`find`]'s 8 at a time with a class check per stop was a third of parsing a line whose key
+    /// repeats.
     fn key_at(body: &'a [u8], first: usize) -> Option<&'a [u8]> {
-        let end = find(body, first, SPACE | BACKSLASH | EOL);
-        (body.get(end) == Some(&b' ')).then(|| &body[first..end])
+        let rest = body.get(first..)?;
+        let len = memchr::memchr3(b' ', b'\\', b'\n', rest)?;
+        (rest[len] == b' ').then(|| &rest[..len])
     }
 }
 
-/// State kept across lines to save allocations.
+/// State kept across lines to save allocations and work.
 #[derive(Clone, Default)]
-struct Scratch {
+struct Scratch<'a> {
     /// Lengths of the previous line's vectors: consecutive lines usually have the same shape, so
     /// one exact allocation each instead of a series of regrowths.
     tags_hint: usize,
     fields_hint: usize,
     /// Where each tag key of the current line starts, to place a duplicate-tag error.
     tag_starts: Vec<usize>,
+    /// The field names of the last line parsed, in order (`None` for a name that had escapes): the next
+    /// line's are looked for there first ([`Parser::fields`]).
+    field_names: Vec<Option<&'a str>>,
+    /// The same for the tag keys of the last line whose tags were parsed ([`Parser::tags`]).
+    tag_keys: Vec<Option<&'a str>>,
 }
 
 impl fmt::Debug for Lines<'_> {
@@ -236,6 +251,14 @@ impl<'a> Lines<'a> {
         let mut shared = SharedKeys::default();
         shared.keys.reserve(lines.min(SHARED_KEYS_MAX));
         self.shared = Some(shared);
+        self
+    }
+
+    /// Parses every line through the general paths only: no field name taken from the previous line,
+    /// no number or timestamp parsed in one pass. For [`crate::check_round_trip`], which checks that
+    /// both ways give the same lines and errors.
+    pub(crate) fn without_fast_paths(mut self) -> Self {
+        self.fast = false;
         self
     }
 
@@ -275,12 +298,15 @@ impl<'a> Lines<'a> {
             text: self.text,
             text_start: self.text_start,
             newlines: 0,
+            predicted: false,
+            tags_predicted: None,
+            fast: self.fast,
         };
         let (tags_len, fields_len) = (tags.len(), fields.len());
         let key = self.shared.as_ref().and_then(|_| SharedKeys::key_at(self.body, first));
         let known = key.and_then(|k| self.shared.as_ref()?.keys.get(k));
         let parsed = match (key, known) {
-            (Some(key), Some(known)) => parser.known_key(first + key.len(), known, fields),
+            (Some(key), Some(known)) => parser.known_key(first + key.len(), known, &self.scratch.field_names, fields),
             _ => parser.line(first, &mut self.scratch, tags, fields),
         };
         let hit = known.is_some();
@@ -333,6 +359,20 @@ impl<'a> Lines<'a> {
                 }
                 self.scratch.tags_hint = line.tags.len().min(CAPACITY_HINT_MAX);
                 self.scratch.fields_hint = line.fields.len().min(CAPACITY_HINT_MAX);
+                let borrowed = |k: &Cow<'a, str>| match k {
+                    Cow::Borrowed(k) => Some(*k),
+                    Cow::Owned(_) => None,
+                };
+                if !parser.predicted {
+                    let names = fields.get(line.fields.clone()).unwrap_or_default().iter().take(CAPACITY_HINT_MAX);
+                    self.scratch.field_names.clear();
+                    self.scratch.field_names.extend(names.map(|(k, _)| borrowed(k)));
+                }
+                if parser.tags_predicted == Some(false) {
+                    let keys = tags.get(line.tags.clone()).unwrap_or_default().iter().take(CAPACITY_HINT_MAX);
+                    self.scratch.tag_keys.clear();
+                    self.scratch.tag_keys.extend(keys.map(|(k, _)| borrowed(k)));
+                }
                 Ok(line)
             }
             Err((kind, at)) => Err({
@@ -417,6 +457,15 @@ struct Parser<'a> {
     text_start: usize,
     /// `\n` seen inside string values so far.
     newlines: usize,
+    /// Set by [`Parser::fields`]: every field name of the line was the one at its place in the
+    /// previous line's (so they are distinct, as those were).
+    predicted: bool,
+    /// Set by [`Parser::tags`]: whether every tag key was the one at its place in the previous line
+    /// whose tags were parsed. `None` when the line's tags were not parsed.
+    tags_predicted: Option<bool>,
+    /// Names from the previous line and numbers and timestamps in one pass are tried first (see
+    /// [`Lines::without_fast_paths`]).
+    fast: bool,
 }
 
 impl<'a> Parser<'a> {
@@ -429,7 +478,7 @@ impl<'a> Parser<'a> {
     fn line(
         &mut self,
         first: usize,
-        scratch: &mut Scratch,
+        scratch: &mut Scratch<'a>,
         tags: &mut Tags<'a>,
         fields: &mut Fields<'a>,
     ) -> Parsed<(LineHead<'a>, usize)> {
@@ -441,34 +490,44 @@ impl<'a> Parser<'a> {
         let tags_start = tags.len();
         let mut pos = end;
         if self.buf.get(pos) == Some(&b',') {
-            pos = self.tags(pos, tags, &mut scratch.tag_starts)?;
+            pos = self.tags(pos, tags, &mut scratch.tag_starts, &scratch.tag_keys)?;
         }
         if self.buf.get(pos) != Some(&b' ') {
             return fail(ParseErrorKind::MissingFields, pos);
         }
-        if let Some(repeat) = first_repeat(&tags[tags_start..]) {
+        // Keys found where the previous line had them are distinct, as those were.
+        let repeat = if self.tags_predicted == Some(true) { None } else { first_repeat(&tags[tags_start..]) };
+        if let Some(repeat) = repeat {
             let at = scratch.tag_starts.get(repeat).copied().unwrap_or(pos);
             return fail(ParseErrorKind::DuplicateTags, at);
         }
         // Every byte of it was checked as text with the names in it.
         let series_key = self.str(first, pos)?;
-        self.fields_and_time(pos, measurement, series_key, tags_start..tags.len(), fields)
+        self.fields_and_time(pos, measurement, series_key, tags_start..tags.len(), &scratch.field_names, fields)
     }
 
     /// [`Parser::line`] for a line whose series key, the bytes before `space`, an earlier line had: its
     /// measurement, tags and series key are that line's (the key the very same text, at the same
     /// address: see [`LineHead::series_key`]).
-    fn known_key(&mut self, space: usize, known: &SharedKey<'a>, fields: &mut Fields<'a>) -> Parsed<(LineHead<'a>, usize)> {
-        self.fields_and_time(space, known.measurement.clone(), known.key, known.tags.clone(), fields)
+    fn known_key(
+        &mut self,
+        space: usize,
+        known: &SharedKey<'a>,
+        names: &[Option<&'a str>],
+        fields: &mut Fields<'a>,
+    ) -> Parsed<(LineHead<'a>, usize)> {
+        self.fields_and_time(space, known.measurement.clone(), known.key, known.tags.clone(), names, fields)
     }
 
-    /// The rest of a line after its series key (`space` is the space after it).
+    /// The rest of a line after its series key (`space` is the space after it). `names` are the
+    /// previous line's field names ([`Scratch::field_names`]).
     fn fields_and_time(
         &mut self,
         space: usize,
         measurement: Cow<'a, str>,
         series_key: &'a str,
         tags: Range<usize>,
+        names: &[Option<&'a str>],
         fields: &mut Fields<'a>,
     ) -> Parsed<(LineHead<'a>, usize)> {
         let mut pos = skip_blanks(self.buf, space + 1);
@@ -476,8 +535,10 @@ impl<'a> Parser<'a> {
             return fail(ParseErrorKind::MissingFields, pos);
         }
         let fields_start = fields.len();
-        pos = self.fields(pos, fields)?;
-        dedupe_last_wins(fields, fields_start);
+        pos = self.fields(pos, names, fields)?;
+        if !self.predicted {
+            dedupe_last_wins(fields, fields_start);
+        }
         let (timestamp, eol) = self.timestamp(pos)?;
         Ok((
             LineHead {
@@ -493,27 +554,38 @@ impl<'a> Parser<'a> {
     }
 
     /// Parses `,key=value` pairs from the comma at `comma`; returns the position of the space that
-    /// ends them.
+    /// ends them. A key is first compared with the one at its place in the previous line parsed in
+    /// full (`keys`), as [`Parser::fields`] does with field names; [`Parser::tags_predicted`] says
+    /// whether every key was found so.
     fn tags(
-        &self,
+        &mut self,
         mut comma: usize,
         tags: &mut Vec<(Cow<'a, str>, Cow<'a, str>)>,
         starts: &mut Vec<usize>,
+        keys: &[Option<&'a str>],
     ) -> Parsed<usize> {
         starts.clear();
+        let mut predicted = self.fast;
+        let keys = if self.fast { keys } else { &[] };
+        let mut nth = 0;
         loop {
             let key = comma + 1;
-            let bad_start = self
-                .buf
-                .get(key)
-                .is_none_or(|&b| class(b) & (SPACE | COMMA | EQUALS) != 0);
-            if bad_start || is_eol(self.buf, key) {
-                return fail(ParseErrorKind::MissingTagKey, key);
-            }
-            let (key_end, key_escaped) = self.scan_name(key, NAME_STOP, NAME_ESCAPES);
-            if self.buf.get(key_end) != Some(&b'=') {
-                return fail(ParseErrorKind::MissingTagValue, key_end);
-            }
+            let known = keys.get(nth).copied().flatten().filter(|k| name_at(self.buf, key, k));
+            nth += 1;
+            let (key_end, key_name) = if let Some(k) = known {
+                (key + k.len(), Cow::Borrowed(k))
+            } else {
+                predicted = false;
+                let bad_start = self.buf.get(key).is_none_or(|&b| class(b) & (SPACE | COMMA | EQUALS) != 0);
+                if bad_start || is_eol(self.buf, key) {
+                    return fail(ParseErrorKind::MissingTagKey, key);
+                }
+                let (key_end, key_escaped) = self.scan_name(key, NAME_STOP, NAME_ESCAPES);
+                if self.buf.get(key_end) != Some(&b'=') {
+                    return fail(ParseErrorKind::MissingTagValue, key_end);
+                }
+                (key_end, self.name(key, key_end, key_escaped, NAME_ESCAPES)?)
+            };
             let value = key_end + 1;
             if matches!(self.buf.get(value), Some(b',' | b' ')) || is_eol(self.buf, value) {
                 return fail(ParseErrorKind::MissingTagValue, key_end); // Points at the `=`.
@@ -529,13 +601,15 @@ impl<'a> Parser<'a> {
             if stop == Some(b'=') {
                 return fail(ParseErrorKind::InvalidTagFormat, value_end);
             }
-            let key_name = self.name(key, key_end, key_escaped, NAME_ESCAPES)?;
             let value_name = self.name(value, value_end, value_escaped, NAME_ESCAPES)?;
             push((key_name, value_name), tags);
             starts.push(key);
             match stop {
                 Some(b',') => comma = value_end,
-                Some(b' ') => return Ok(value_end),
+                Some(b' ') => {
+                    self.tags_predicted = Some(predicted);
+                    return Ok(value_end);
+                }
                 _ => return fail(ParseErrorKind::MissingFields, value_end),
             }
         }
@@ -543,24 +617,46 @@ impl<'a> Parser<'a> {
 
     /// Parses `key=value[,key=value...]` from `key`; returns the position after the last value (a
     /// space or the line's end).
+    ///
+    /// A name is first compared with the one at its place in the previous line (`names`): most
+    /// bodies repeat one set of fields line after line. The same bytes followed by `=` scan to the same
+    /// name, and a name without escapes is those bytes, so the earlier line's text is taken as is.
+    /// [`Parser::predicted`] says whether every name was found so.
     fn fields(
         &mut self,
         mut key: usize,
+        names: &[Option<&'a str>],
         fields: &mut Vec<(Cow<'a, str>, FieldValue<'a>)>,
     ) -> Parsed<usize> {
+        let mut predicted = self.fast;
+        let names = if self.fast { names } else { &[] };
+        let mut nth = 0;
         loop {
-            let (key_end, escaped) = self.scan_name(key, NAME_STOP, NAME_ESCAPES);
-            let at_equals = self.buf.get(key_end) == Some(&b'=');
-            if key_end == key && at_equals {
-                return fail(ParseErrorKind::MissingFieldKey, key);
-            }
-            if key_end == key || !at_equals {
-                return fail(ParseErrorKind::InvalidFieldFormat, key_end);
-            }
-            let name = self.name(key, key_end, escaped, NAME_ESCAPES)?;
-            let (value, end) = self.field_value(key_end + 1)?;
+            let known = names.get(nth).copied().flatten().filter(|n| name_at(self.buf, key, n));
+            let (name, key_end) = match known {
+                Some(n) => (Cow::Borrowed(n), key + n.len()),
+                None => {
+                    predicted = false;
+                    let (key_end, escaped) = self.scan_name(key, NAME_STOP, NAME_ESCAPES);
+                    let at_equals = self.buf.get(key_end) == Some(&b'=');
+                    if key_end == key && at_equals {
+                        return fail(ParseErrorKind::MissingFieldKey, key);
+                    }
+                    if key_end == key || !at_equals {
+                        return fail(ParseErrorKind::InvalidFieldFormat, key_end);
+                    }
+                    (self.name(key, key_end, escaped, NAME_ESCAPES)?, key_end)
+                }
+            };
+            let plain = if self.fast { plain_number(self.buf, key_end + 1) } else { None };
+            let (value, end) = match plain {
+                Some(parsed) => parsed,
+                None => self.field_value(key_end + 1)?,
+            };
             push((name, value), fields);
+            nth += 1;
             if self.buf.get(end) != Some(&b',') {
+                self.predicted = predicted;
                 return Ok(end);
             }
             key = end + 1;
@@ -634,6 +730,19 @@ impl<'a> Parser<'a> {
     /// Parses the optional timestamp after the fields (`pos` is the space or line end after them);
     /// returns it and the position of the line terminator.
     fn timestamp(&self, pos: usize) -> Parsed<(Option<i64>, usize)> {
+        // The common case, ` digits\n`, in one pass; anything else (a sign, blanks, `\r`, the body's
+        // end, 19 digits) takes the general path below.
+        if self.fast && self.buf.get(pos) == Some(&b' ') {
+            let (value, end) = long_digits_at(self.buf, pos + 1);
+            let digits = end - (pos + 1);
+            // 19 digits (nanoseconds since 2001) fit a u64 unwrapped; the conversion checks the range.
+            if (1..=19).contains(&digits)
+                && self.buf.get(end) == Some(&b'\n')
+                && let Ok(t) = i64::try_from(value)
+            {
+                return Ok((Some(t), end));
+            }
+        }
         let start = skip_blanks(self.buf, pos);
         if is_eol(self.buf, start) {
             return Ok((None, start));
@@ -810,6 +919,135 @@ fn is_eol(buf: &[u8], pos: usize) -> bool {
         Some(b'\r') => matches!(buf.get(pos + 1), None | Some(b'\n')),
         Some(_) => false,
     }
+}
+
+/// Whether `buf[at..]` starts with `name` and then `=`.
+#[inline(always)]
+fn name_at(buf: &[u8], at: usize, name: &str) -> bool {
+    let n = name.len();
+    buf.get(at + n) == Some(&b'=') && buf.get(at..at + n).is_some_and(|b| same_bytes(b, name.as_bytes()))
+}
+
+/// `a == b` for slices of one length, names of 8 to 16 bytes (most field names) compared as two
+/// overlapping words in registers: a call to `memcmp` per field was a tenth of parsing a TSBS line.
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    let word = |s: &[u8], at: usize| s.get(at..at + 8).map(|w| u64::from_le_bytes(w.try_into().unwrap_or_default()));
+    if n == b.len() && (8..=16).contains(&n) {
+        word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8)
+    } else {
+        a == b
+    }
+}
+
+/// Most digits [`plain_number`] takes as an integer: 18 cannot overflow an `i64`, either sign.
+const PLAIN_INTEGER_DIGITS_MAX: usize = 18;
+/// Most digits [`plain_number`] takes as a float: the value below 2^53, so exact in an `f64`.
+const PLAIN_FLOAT_DIGITS_MAX: usize = 15;
+
+/// The decimal digits at `at`: their value (wrapping past 19 digits; callers bound the count) and
+/// where they end.
+#[inline(always)]
+fn digits_at(buf: &[u8], at: usize) -> (u64, usize) {
+    let (mut value, mut pos) = (0u64, at);
+    while let Some(&b) = buf.get(pos) {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
+        pos += 1;
+    }
+    (value, pos)
+}
+
+/// [`digits_at`] for a run of many digits (a timestamp: 19 in nanoseconds), 8 at a time while they
+/// last: a digit at a time is a chain of 19 multiplications, each waiting for the one before.
+#[inline(always)]
+fn long_digits_at(buf: &[u8], at: usize) -> (u64, usize) {
+    let (mut value, mut pos) = (0u64, at);
+    for _ in 0..2 {
+        let Some(digits) = buf.get(pos..pos + 8).and_then(|w| eight_digits(u64::from_le_bytes(w.try_into().ok()?))) else {
+            break;
+        };
+        value = value.wrapping_mul(100_000_000).wrapping_add(digits);
+        pos += 8;
+    }
+    while let Some(&b) = buf.get(pos) {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
+        pos += 1;
+    }
+    (value, pos)
+}
+
+/// The value of 8 ASCII digits loaded little-endian (the first digit in the lowest byte), or `None`
+/// if a byte is not a digit (SWAR: three multiplications instead of eight).
+#[inline(always)]
+fn eight_digits(word: u64) -> Option<u64> {
+    let d = word.wrapping_sub(0x3030_3030_3030_3030);
+    // A byte below `0` sets its high bit in `d`, one above `9` in `d + 0x76`; a borrow or carry
+    // between bytes only starts at a byte so flagged.
+    if (d | d.wrapping_add(0x7676_7676_7676_7676)) & HIGH_BITS != 0 {
+        return None;
+    }
+    let pairs = d.wrapping_mul(10).wrapping_add(d >> 8);
+    let mask = 0x0000_00FF_0000_00FF;
+    let quads = (pairs & mask).wrapping_mul(100 + (1_000_000 << 32)).wrapping_add(((pairs >> 16) & mask).wrapping_mul(1 + (10_000 << 32)));
+    Some(quads >> 32)
+}
+
+/// Powers of ten exact in an `f64`, for [`plain_number`].
+const POW10: [f64; PLAIN_FLOAT_DIGITS_MAX + 1] =
+    [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15];
+
+/// The number value at `at` and the position after it, in one pass, when it is one of the common
+/// shapes: `-?digits` then `i` (up to 18 digits), `digits` then `u` (up to 18), or `-?digits(.digits)?`
+/// with at most 15 digits in all, followed by `,`, a space or `\n`. `None` for anything else, which
+/// [`Parser::field_value`] parses (and reports) in full.
+///
+/// Why: scanning a value to its end and then parsing it, floats through `str::parse`, was a fifth of
+/// parsing a TSBS line. A float here is its digits as an integer `m`, exact below 2^53, divided by
+/// 10^k, exact up to 10^22: one correctly rounded division, so the same `f64` as `str::parse` gives
+/// (Clinger's fast path).
+#[inline(always)]
+fn plain_number(buf: &[u8], at: usize) -> Option<(FieldValue<'static>, usize)> {
+    let negative = buf.get(at) == Some(&b'-');
+    let start = at + usize::from(negative);
+    let (int, int_end) = digits_at(buf, start);
+    let int_digits = int_end - start;
+    if int_digits == 0 || int_digits > PLAIN_INTEGER_DIGITS_MAX {
+        return None;
+    }
+    let ends_value = |pos: usize| matches!(buf.get(pos), Some(b',' | b' ' | b'\n'));
+    let (value, end) = match buf.get(int_end) {
+        Some(b'i') => {
+            let v = int as i64;
+            (FieldValue::Integer(if negative { -v } else { v }), int_end + 1)
+        }
+        Some(b'u') if !negative => (FieldValue::UInteger(int), int_end + 1),
+        Some(b'.') => {
+            let (part, end) = digits_at(buf, int_end + 1);
+            let fraction = end - (int_end + 1);
+            if int_digits + fraction > PLAIN_FLOAT_DIGITS_MAX {
+                return None;
+            }
+            // Every digit, the point left out: below 10^15.
+            let m = int * POW10[fraction] as u64 + part;
+            let v = m as f64 / POW10[fraction];
+            (FieldValue::Float(if negative { -v } else { v }), end)
+        }
+        _ if int_digits <= PLAIN_FLOAT_DIGITS_MAX => {
+            let v = int as f64;
+            (FieldValue::Float(if negative { -v } else { v }), int_end)
+        }
+        _ => return None,
+    };
+    ends_value(end).then_some((value, end))
 }
 
 /// The `\n` of the line terminator at `eol` (or the body's length if there is none).

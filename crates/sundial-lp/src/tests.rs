@@ -943,6 +943,153 @@ proptest! {
     }
 }
 
+/// Numbers of the common shapes, parsed in one pass, are the values the general path gives: the same
+/// `f64` bits as `str::parse` (negative zero included) and the same integers, on lines whose field
+/// names come from the line before.
+#[test]
+fn plain_numbers_are_what_the_general_path_gives() {
+    let texts = [
+        "0", "-0", "1", "-1", "0.1", "-0.1", "1.", "-1.", "0.30000000000000004", "123456789012345", "1234567890123456",
+        "9007199254740993", "0.000000000000001", "99999999999999.9", "2.5e3", ".5", "-.5", "007", "1.5i", "--1",
+    ];
+    for text in texts {
+        let body = format!("m a=1i,v={text} 1\nm a=2i,v={text} 2\n");
+        let fast: Vec<_> = parse_lines(body.as_bytes()).collect();
+        let general: Vec<_> = parse_lines(body.as_bytes()).without_fast_paths().collect();
+        assert_eq!(fast, general, "{text}");
+        let expected = text.parse::<f64>().ok().filter(|f| f.is_finite() && !text.starts_with('+'));
+        for item in &fast {
+            match (item.as_ref().map(|l| &l.fields[1].1), expected) {
+                (Ok(FieldValue::Float(got)), Some(want)) => assert_eq!(got.to_bits(), want.to_bits(), "{text}"),
+                (Err(e), None) => assert_eq!(e.kind, K::InvalidFieldValue(V::Number), "{text}"),
+                (got, want) => panic!("{text}: {got:?}, expected {want:?}"),
+            }
+        }
+    }
+    for text in ["0i", "-0i", "42i", "-42i", "999999999999999999i", "-999999999999999999i", "9223372036854775807i",
+        "-9223372036854775808i", "9223372036854775808i", "42u", "18446744073709551615u", "-1u", "1.5u", "12ix"] {
+        let body = format!("m v={text}\nm v={text}\n");
+        let fast: Vec<_> = parse_lines(body.as_bytes()).collect();
+        assert_eq!(fast, parse_lines(body.as_bytes()).without_fast_paths().collect::<Vec<_>>(), "{text}");
+    }
+    assert!(matches!(value("-0"), FieldValue::Float(z) if z.is_sign_negative()));
+}
+
+/// A line's field names are looked for first where the line before had them: a name that only starts
+/// like the predicted one, an escaped name, a repeated name after predicted ones, fewer and more
+/// fields all parse as on their own.
+#[test]
+fn field_names_predicted_from_the_previous_line() {
+    let body: &[u8] = b"m usage_user=1i,usage_idle=2i 1\n\
+        m usage_user=3i,usage_idle=4i 2\n\
+        m usage_user2=5i,usage_idle=6i 3\n\
+        m usage_user=7i,usage_idle=8i,usage_user=9i 4\n\
+        m usage_user=10i 5\n\
+        m usage_user=11i,usage_idle=12i,extra=13i 6\n\
+        m usage\\ user=14i,usage_idle=15i 7\n\
+        m usage\\ user=16i,usage_idle=17i 8\n\
+        m usage_user=18i,usage_idle 9\n";
+    let lines = all(body);
+    let names = |i: usize| -> Vec<(String, FieldValue<'static>)> {
+        lines[i].as_ref().unwrap().fields.iter().map(|(k, v)| (k.to_string(), v.clone().into_owned())).collect()
+    };
+    let f = |k: &str, v: i64| (k.to_string(), FieldValue::Integer(v));
+    assert_eq!(names(1), [f("usage_user", 3), f("usage_idle", 4)]);
+    assert_eq!(names(2), [f("usage_user2", 5), f("usage_idle", 6)]);
+    assert_eq!(names(3), [f("usage_user", 9), f("usage_idle", 8)], "the last value of a repeated name wins");
+    assert_eq!(names(4), [f("usage_user", 10)]);
+    assert_eq!(names(5), [f("usage_user", 11), f("usage_idle", 12), f("extra", 13)]);
+    assert_eq!(names(6), [f("usage user", 14), f("usage_idle", 15)]);
+    assert_eq!(names(7), [f("usage user", 16), f("usage_idle", 17)]);
+    assert_eq!(lines[8].as_ref().unwrap_err().kind, K::InvalidFieldFormat);
+    assert_eq!(check_round_trip(body), Ok(()));
+}
+
+/// Tag keys likewise: a repeated key after keys found where the line before had them is still refused,
+/// and a key that only starts like the expected one, or has an escape, is parsed as on its own.
+#[test]
+fn tag_keys_predicted_from_the_previous_line() {
+    let body: &[u8] = b"m,host=a,rack=1 f=1
+        m,host=b,rack=2 f=1
+        m,host=c,rack=3,host=d f=1
+        m,host=c,host=d f=1
+        m,hostname=e,rack=4 f=1
+        m,host\\ x=f,rack=5 f=1
+        m,host\\ x=g,rack=6 f=1
+        m,host=h f=1
+        m,host=i,rack=7,dc=x f=1
+";
+    let lines = all(body);
+    let tags = |i: usize| -> Vec<(String, String)> {
+        lines[i].as_ref().unwrap().tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    };
+    let t = |k: &str, v: &str| (k.to_string(), v.to_string());
+    assert_eq!(tags(1), [t("host", "b"), t("rack", "2")]);
+    assert_eq!(lines[2].as_ref().unwrap_err().kind, K::DuplicateTags);
+    assert_eq!(lines[3].as_ref().unwrap_err().kind, K::DuplicateTags);
+    assert_eq!(tags(4), [t("hostname", "e"), t("rack", "4")]);
+    assert_eq!(tags(5), [t("host x", "f"), t("rack", "5")]);
+    assert_eq!(tags(6), [t("host x", "g"), t("rack", "6")]);
+    assert_eq!(tags(7), [t("host", "h")]);
+    assert_eq!(tags(8), [t("host", "i"), t("rack", "7"), t("dc", "x")]);
+    assert_eq!(check_round_trip(body), Ok(()));
+}
+
+proptest! {
+    /// Lines with the same field names and tag keys (in one order or another, a tag key repeated,
+    /// values of every type) parse the same with the fast paths as through the general paths alone, one
+    /// byte inserted or not.
+    #[test]
+    fn lines_sharing_field_names_parse_as_the_general_path_does(
+        values in prop::collection::vec((prop::collection::vec(field_value(), 3), prop::collection::vec(name(true), 3), 0u8..4), 1..8),
+        mutation in any::<Option<(prop::sample::Index, u8)>>(),
+    ) {
+        let mut body = String::new();
+        for (i, (values, tag_values, shape)) in values.into_iter().enumerate() {
+            let (mut names, mut keys) = (vec!["usage_user", "usage_idle", "x"], vec!["hostname", "rack", "r"]);
+            match shape {
+                1 => names.swap(0, 1),
+                2 => keys.swap(1, 2),
+                3 => keys[2] = "hostname",
+                _ => {}
+            }
+            let fields = names.into_iter().zip(values).map(|(k, v)| (Cow::Borrowed(k), v)).collect();
+            let tags = keys.into_iter().zip(tag_values).map(|(k, v)| (Cow::Borrowed(k), Cow::Owned(v))).collect();
+            let line = Line { measurement: c("cpu"), tags, fields, timestamp: Some(i as i64), line_number: 0 };
+            write_line(&mut body, &line);
+            body.push('\n');
+        }
+        let mut body = body.into_bytes();
+        if let Some((at, byte)) = mutation {
+            let at = at.index(body.len() + 1);
+            body.insert(at, byte);
+        }
+        check_round_trip(&body).map_err(TestCaseError::fail)?;
+    }
+
+    /// Decimal numbers of up to 17 digits, a point anywhere or nowhere, either sign: the fast path's
+    /// float is `str::parse`'s, bit for bit.
+    #[test]
+    fn decimal_floats_match_str_parse(negative: bool, digits in "[0-9]{1,17}", point in any::<Option<prop::sample::Index>>()) {
+        let mut text = digits.clone();
+        if let Some(at) = point {
+            text.insert(at.index(digits.len()) + 1, '.');
+        }
+        if negative {
+            text.insert(0, '-');
+        }
+        let body = format!("m v={text} 1\n");
+        let want = text.parse::<f64>().map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+        match parse_lines(body.as_bytes()).next() {
+            Some(Ok(line)) => match line.fields[0].1 {
+                FieldValue::Float(got) => prop_assert_eq!(got.to_bits(), want.to_bits(), "{}", text),
+                ref other => prop_assert!(false, "{text}: {other:?}"),
+            },
+            other => prop_assert!(false, "{text}: {other:?}"),
+        }
+    }
+}
+
 /// The advisor stops sharing after bodies with few repeats, tries one body in `RETRY_EVERY` meanwhile,
 /// and shares again once a body repeats its keys.
 #[test]
