@@ -88,7 +88,7 @@ impl SeriesKeys {
         // Offsets are u32: the limit keeps the text far below 4 GiB.
         if self.bytes + cost > self.limit || self.text.len() + key.len() > u32::MAX as usize {
             // Emptied, their room kept: a load of new series (every row of TSBS's 10 M hosts) restarts
-            // the cache every ~160 K keys, and fresh room cost a page fault per 4 KiB of keys and the
+            // the cache every ~1.3 M keys, and fresh room cost a page fault per 4 KiB of keys and the
             // table's growth again (4.6 % of such a load).
             self.text.clear();
             self.slots.clear();
