@@ -950,7 +950,13 @@ const PLAIN_FLOAT_DIGITS_MAX: usize = 15;
 /// where they end.
 #[inline(always)]
 fn digits_at(buf: &[u8], at: usize) -> (u64, usize) {
-    let (mut value, mut pos) = (0u64, at);
+    more_digits(buf, at, 0)
+}
+
+/// [`digits_at`] continuing a number whose digits before `at` made `value`.
+#[inline(always)]
+fn more_digits(buf: &[u8], at: usize, mut value: u64) -> (u64, usize) {
+    let mut pos = at;
     while let Some(&b) = buf.get(pos) {
         let digit = b.wrapping_sub(b'0');
         if digit > 9 {
@@ -974,15 +980,7 @@ fn long_digits_at(buf: &[u8], at: usize) -> (u64, usize) {
         value = value.wrapping_mul(100_000_000).wrapping_add(digits);
         pos += 8;
     }
-    while let Some(&b) = buf.get(pos) {
-        let digit = b.wrapping_sub(b'0');
-        if digit > 9 {
-            break;
-        }
-        value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
-        pos += 1;
-    }
-    (value, pos)
+    more_digits(buf, pos, value)
 }
 
 /// The value of 8 ASCII digits loaded little-endian (the first digit in the lowest byte), or `None`
