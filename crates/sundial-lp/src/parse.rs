@@ -359,19 +359,11 @@ impl<'a> Lines<'a> {
                 }
                 self.scratch.tags_hint = line.tags.len().min(CAPACITY_HINT_MAX);
                 self.scratch.fields_hint = line.fields.len().min(CAPACITY_HINT_MAX);
-                let borrowed = |k: &Cow<'a, str>| match k {
-                    Cow::Borrowed(k) => Some(*k),
-                    Cow::Owned(_) => None,
-                };
                 if !parser.predicted {
-                    let names = fields.get(line.fields.clone()).unwrap_or_default().iter().take(CAPACITY_HINT_MAX);
-                    self.scratch.field_names.clear();
-                    self.scratch.field_names.extend(names.map(|(k, _)| borrowed(k)));
+                    remember_names(&mut self.scratch.field_names, fields.get(line.fields.clone()).unwrap_or_default());
                 }
                 if parser.tags_predicted == Some(false) {
-                    let keys = tags.get(line.tags.clone()).unwrap_or_default().iter().take(CAPACITY_HINT_MAX);
-                    self.scratch.tag_keys.clear();
-                    self.scratch.tag_keys.extend(keys.map(|(k, _)| borrowed(k)));
+                    remember_names(&mut self.scratch.tag_keys, tags.get(line.tags.clone()).unwrap_or_default());
                 }
                 Ok(line)
             }
@@ -553,6 +545,16 @@ impl<'a> Parser<'a> {
         ))
     }
 
+    /// The name at `at` when it is `names[nth]` (the previous line's at the same place) followed by
+    /// `=`, and the fast paths are on.
+    #[inline(always)]
+    fn known_name(&self, names: &[Option<&'a str>], nth: usize, at: usize) -> Option<&'a str> {
+        if !self.fast {
+            return None;
+        }
+        names.get(nth).copied().flatten().filter(|n| name_at(self.buf, at, n))
+    }
+
     /// Parses `,key=value` pairs from the comma at `comma`; returns the position of the space that
     /// ends them. A key is first compared with the one at its place in the previous line parsed in
     /// full (`keys`), as [`Parser::fields`] does with field names; [`Parser::tags_predicted`] says
@@ -565,12 +567,11 @@ impl<'a> Parser<'a> {
         keys: &[Option<&'a str>],
     ) -> Parsed<usize> {
         starts.clear();
-        let mut predicted = self.fast;
-        let keys = if self.fast { keys } else { &[] };
+        let mut predicted = true;
         let mut nth = 0;
         loop {
             let key = comma + 1;
-            let known = keys.get(nth).copied().flatten().filter(|k| name_at(self.buf, key, k));
+            let known = self.known_name(keys, nth, key);
             nth += 1;
             let (key_end, key_name) = if let Some(k) = known {
                 (key + k.len(), Cow::Borrowed(k))
@@ -628,11 +629,10 @@ impl<'a> Parser<'a> {
         names: &[Option<&'a str>],
         fields: &mut Vec<(Cow<'a, str>, FieldValue<'a>)>,
     ) -> Parsed<usize> {
-        let mut predicted = self.fast;
-        let names = if self.fast { names } else { &[] };
+        let mut predicted = true;
         let mut nth = 0;
         loop {
-            let known = names.get(nth).copied().flatten().filter(|n| name_at(self.buf, key, n));
+            let known = self.known_name(names, nth, key);
             let (name, key_end) = match known {
                 Some(n) => (Cow::Borrowed(n), key + n.len()),
                 None => {
@@ -921,6 +921,16 @@ fn is_eol(buf: &[u8], pos: usize) -> bool {
     }
 }
 
+/// Keeps the names of `items` (a line's tags or fields) for the next line's [`Parser::known_name`]:
+/// `None` for a name with escapes, which is not the body's text.
+fn remember_names<'a, V>(names: &mut Vec<Option<&'a str>>, items: &[(Cow<'a, str>, V)]) {
+    names.clear();
+    names.extend(items.iter().take(CAPACITY_HINT_MAX).map(|(k, _)| match k {
+        Cow::Borrowed(k) => Some(*k),
+        Cow::Owned(_) => None,
+    }));
+}
+
 /// Whether `buf[at..]` starts with `name` and then `=`.
 #[inline(always)]
 fn name_at(buf: &[u8], at: usize, name: &str) -> bool {
@@ -1022,6 +1032,7 @@ fn plain_number(buf: &[u8], at: usize) -> Option<(FieldValue<'static>, usize)> {
         return None;
     }
     let ends_value = |pos: usize| matches!(buf.get(pos), Some(b',' | b' ' | b'\n'));
+    let float = |v: f64| FieldValue::Float(if negative { -v } else { v });
     let (value, end) = match buf.get(int_end) {
         Some(b'i') => {
             let v = int as i64;
@@ -1036,13 +1047,9 @@ fn plain_number(buf: &[u8], at: usize) -> Option<(FieldValue<'static>, usize)> {
             }
             // Every digit, the point left out: below 10^15.
             let m = int * POW10[fraction] as u64 + part;
-            let v = m as f64 / POW10[fraction];
-            (FieldValue::Float(if negative { -v } else { v }), end)
+            (float(m as f64 / POW10[fraction]), end)
         }
-        _ if int_digits <= PLAIN_FLOAT_DIGITS_MAX => {
-            let v = int as f64;
-            (FieldValue::Float(if negative { -v } else { v }), int_end)
-        }
+        _ if int_digits <= PLAIN_FLOAT_DIGITS_MAX => (float(int as f64), int_end),
         _ => return None,
     };
     ends_value(end).then_some((value, end))
@@ -1235,15 +1242,8 @@ fn parse_u64(digits: &[u8]) -> Result<u64, Digits> {
     }
     if digits.len() <= 19 {
         // Up to 19 digits cannot overflow a u64: skip the checks (timestamps have 19).
-        let mut value: u64 = 0;
-        for &d in digits {
-            let digit = d.wrapping_sub(b'0');
-            if digit > 9 {
-                return Err(Digits::Syntax);
-            }
-            value = value * 10 + u64::from(digit);
-        }
-        return Ok(value);
+        let (value, end) = digits_at(digits, 0);
+        return if end == digits.len() { Ok(value) } else { Err(Digits::Syntax) };
     }
     let mut value: u64 = 0;
     let mut overflow = false;
