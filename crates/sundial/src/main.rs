@@ -19,6 +19,36 @@ use config::ServeArgs;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc's `mi_option_purge_delay` (its place in `mi_option_e` of `mimalloc.h`, v2 and v3 alike; the
+/// Rust bindings name no constant for it). Its default is 10 ms in mimalloc v2 and 1,000 ms in v3, which
+/// [`tune_allocator`] checks before changing it, so a renumbered enum leaves the allocator as it was
+/// rather than set another option.
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+const MI_PURGE_DELAY_DEFAULTS_MS: [std::ffi::c_long; 2] = [10, 1_000];
+
+/// How long freed memory stays with mimalloc before it is returned to the OS: 10 s, the life of a
+/// memtable under load. With mimalloc's 1 s, the pages of each flushed memtable went back to the OS
+/// while the next memtable was still filling, and it faulted them in again, zeroed by the kernel
+/// (`clear_page_erms`, 9 % of the server's CPU loading 10 M new series). An idle server still returns
+/// the memory, 10 s later. `MIMALLOC_PURGE_DELAY` in the environment overrides it, as mimalloc
+/// documents. Measured in BENCHMARKS.md ("The allocator's purge delay").
+const ALLOCATOR_PURGE_DELAY_MS: std::ffi::c_long = 10_000;
+
+/// Sets [`ALLOCATOR_PURGE_DELAY_MS`]. Call before any other thread starts: mimalloc's option setters
+/// are not thread safe.
+#[allow(unsafe_code)]
+fn tune_allocator() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
+    // SAFETY: plain calls into the linked allocator, made while the process has one thread.
+    unsafe {
+        if MI_PURGE_DELAY_DEFAULTS_MS.contains(&libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY)) {
+            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, ALLOCATOR_PURGE_DELAY_MS);
+        }
+    }
+}
+
 #[derive(Parser, Debug)]
 #[command(name = "sundial", version, about = "Sundial: a time-series database with InfluxDB line protocol, InfluxQL and SQL")]
 struct Cli {
@@ -33,6 +63,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    tune_allocator();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Serve(args) => serve(*args),
@@ -113,5 +144,24 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The test binary has the server's global allocator, so this checks the option's number against
+    /// the mimalloc that is linked: a wrong number would find another default and change nothing.
+    #[test]
+    #[allow(unsafe_code)]
+    fn the_allocator_keeps_freed_memory_for_the_purge_delay() {
+        tune_allocator();
+        // SAFETY: reads an option of the linked allocator.
+        let got = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
+        match std::env::var("MIMALLOC_PURGE_DELAY") {
+            Ok(v) => assert_eq!(Some(got), v.trim().parse().ok(), "the environment's delay is left in place"),
+            Err(_) => assert_eq!(got, ALLOCATOR_PURGE_DELAY_MS),
+        }
     }
 }
