@@ -57,7 +57,7 @@ use crate::catalog_log::CatalogLog;
 use crate::error::{Error, Result};
 use crate::hours::{self, HourStats};
 use crate::limits;
-use crate::memtable::MemGen;
+use crate::memtable::{MemGen, SeriesBuf};
 use crate::rows::{self, RowsRef, SeriesRows};
 use crate::placement::Placement;
 use crate::block_cache::{BlockIndexCache, BlockIndexCacheStats};
@@ -105,6 +105,11 @@ pub struct EngineConfig {
     pub partition_ns: i64,
     /// Frozen memtables waiting for flush before writers stall. Default 2.
     pub frozen_max: usize,
+    /// A read of at least this many series of a table that the active memtable holds at least this
+    /// many series of freezes the memtable and reads it where it is, instead of copying the series'
+    /// rows into the snapshot; only when no write is in its turn and fewer than `frozen_max`
+    /// memtables wait for flush. Default [`limits::FREEZE_FOR_READ_SERIES_MIN`].
+    pub freeze_for_read_series_min: usize,
     /// Bytes of all memtables (active + frozen, waiting for flush) at which writes stall and, if the
     /// flush does not bring them below within `write_stall_timeout`, are refused with
     /// [`Error::Overloaded`] (HTTP 503 + `Retry-After`). `None` (the default): twice
@@ -187,6 +192,7 @@ impl EngineConfig {
             compact_full_write_cold: Duration::from_millis(limits::COMPACT_FULL_WRITE_COLD_MS_DEFAULT),
             partition_ns: limits::PARTITION_NS_DEFAULT,
             frozen_max: 2,
+            freeze_for_read_series_min: limits::FREEZE_FOR_READ_SERIES_MIN,
             memory_bytes_reject: None,
             write_stall_timeout: Duration::from_secs(30),
             compaction_threads: limits::COMPACTIONS_CONCURRENT_DEFAULT,
@@ -604,6 +610,7 @@ impl Engine {
         tail: usize,
     ) -> TableSnapshot {
         let ts_min = ts_min.max(self.inner.retention_cutoff(db));
+        self.inner.freeze_for_read(db, table, series.len());
         self.inner.sort_active(db, table, series);
         let mem = self.inner.mem.read();
         let tombstones = self.inner.table_tombstones(db, table, ts_min, ts_max);
@@ -922,6 +929,31 @@ impl Inner {
     fn sort_active(&self, db: DbId, table: TableId, series: &[SeriesId]) {
         if self.mem.read().active.has_unsorted_staging(db, table, series) {
             self.mem.write().active.sort_staging(db, table, series);
+        }
+    }
+
+    /// Freezes the active memtable for a read of `wanted` series of table `(db, table)`, when both
+    /// hold at least `freeze_for_read_series_min` series, no write is in its turn and fewer than
+    /// `frozen_max` memtables wait for flush: the snapshot then shares the memtable, and the scan reads
+    /// each series into one reused buffer, where the snapshot copied every series' rows, a new
+    /// vector per column each, for the whole read (a count right after a load of 1 M series spent
+    /// 1.5 s there, against 0.17 s over the same rows flushed). Otherwise, or if the freeze fails,
+    /// the rows are copied as before.
+    fn freeze_for_read(&self, db: DbId, table: TableId, wanted: usize) {
+        let min = self.config.freeze_for_read_series_min;
+        if wanted < min {
+            return;
+        }
+        {
+            let mem = self.mem.read();
+            let held = mem.active.table(db, table).map_or(0, |t| t.series.len());
+            if held < min || mem.frozen.len() >= self.config.frozen_max {
+                return;
+            }
+        }
+        let Some(w) = self.try_lock_writes() else { return };
+        if let Err(e) = self.freeze(Quiet::Lock(&w)) {
+            tracing::warn!(error = %e, "freezing the memtable for a read failed; its rows are copied");
         }
     }
 
@@ -1548,6 +1580,7 @@ impl TableSnapshot {
         let mut cursors: Vec<SegmentScan<'_>> = self.segments.iter().map(|s| s.scan(cache_groups)).collect();
         let mut found: Vec<SeriesBlocks> = vec![SeriesBlocks::default(); cursors.len()];
         let frozen: Vec<_> = self.frozen.iter().filter_map(|f| Some((f.generation, f.memtable.table(self.db, self.table)?))).collect();
+        let mut frozen_bufs: Vec<Option<&SeriesBuf>> = vec![None; frozen.len()];
         // (ts_min, ts_max, source): the sources of one series overlapping the range; a memtable's range
         // covers all of the series' rows there.
         let mut runs: Vec<(i64, i64, Source)> = Vec::new();
@@ -1567,7 +1600,9 @@ impl TableSnapshot {
                 }
             }
             for (i, (_, t)) in frozen.iter().enumerate() {
-                if let Some((lo, hi)) = t.series.get(&s).and_then(|b| b.ts_range())
+                // Kept for the read below: a second lookup in a map of a million series is a cache miss.
+                frozen_bufs[i] = t.series.get(&s);
+                if let Some((lo, hi)) = frozen_bufs[i].and_then(|b| b.ts_range())
                     && hi >= self.ts_min
                     && lo <= self.ts_max
                 {
@@ -1634,7 +1669,8 @@ impl TableSnapshot {
                         cursors[i].read(b, self.ts_min, self.ts_max, &self.cols, &mut owned)?
                     }
                     Source::Frozen(i) => {
-                        owned = frozen[i].1.series[&s].read(s, self.ts_min, self.ts_max, &self.cols);
+                        let buf = frozen_bufs[i].expect("a frozen memtable's series found above");
+                        buf.read_into(&mut owned, s, self.ts_min, self.ts_max, &self.cols);
                         RowsRef::of(&owned)
                     }
                     Source::Active => RowsRef::of(&self.active[&s]),

@@ -507,6 +507,76 @@ fn scan_reads_only_the_hours_the_filter_keeps() {
     }
 }
 
+/// Every (series, ts, v) a scan of all of `cpu`'s series hands out.
+fn scan_all(e: &Engine) -> Vec<(SeriesId, i64, Option<i64>)> {
+    let (db, t, cols, n) = {
+        let cat = e.catalog();
+        let d = cat.db("db").unwrap();
+        let t = d.table("cpu").unwrap();
+        (d.id, t.id, vec![(t.column("v").unwrap().id, FieldType::Integer)], t.series_count() as u32)
+    };
+    let series: Vec<SeriesId> = (0..n).collect();
+    let snap = e.snapshot(db, t, &series, i64::MIN, i64::MAX, &cols);
+    let mut out = Vec::new();
+    snap.scan(&series, |r| {
+        for (i, ts) in r.ts.iter().enumerate() {
+            let v = r.col(0).and_then(|c| c.get(r.offset + i)).map(|v| match v {
+                Value::Integer(x) => x,
+                _ => panic!("type"),
+            });
+            out.push((r.series, *ts, v));
+        }
+    })
+    .unwrap();
+    out
+}
+
+/// A read of at least `freeze_for_read_series_min` series that the active memtable holds freezes it and
+/// reads it frozen: the same rows as a copy gives, whether series are read whole or scanned, and later
+/// writes land in a new memtable. A read of fewer series copies them and leaves the memtable active.
+#[test]
+fn a_read_of_many_series_in_the_memtable_freezes_it_and_reads_the_same_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.freeze_for_read_series_min = 3;
+    let e = Engine::open(c).unwrap();
+    e.pause_flushes(true);
+    e.create_database("db", 0, false).unwrap();
+    let active_rows = |e: &Engine| e.inner.mem.read().active.rows;
+    let frozen = |e: &Engine| e.inner.mem.read().frozen.len();
+    e.write("db", &[point("cpu", "a", 10, 1), point("cpu", "b", 20, 2), point("cpu", "a", 5, 3)]).unwrap();
+    let two = vec![("a".to_string(), 5, Some(3)), ("a".into(), 10, Some(1)), ("b".into(), 20, Some(2))];
+    assert_eq!(read_all(&e, "db"), two, "two series in the memtable: copied");
+    assert_eq!((active_rows(&e), frozen(&e)), (3, 0));
+    // A third series, and a late row for `a` in the staging area.
+    e.write("db", &[point("cpu", "c", 30, 4), point("cpu", "a", 7, 5), point("cpu", "a", 10, 6)]).unwrap();
+    let scanned = scan_all(&e);
+    assert_eq!((active_rows(&e), frozen(&e)), (0, 1), "three series: frozen by the read");
+    assert_eq!(scanned, vec![(0, 5, Some(3)), (0, 7, Some(5)), (0, 10, Some(6)), (1, 20, Some(2)), (2, 30, Some(4))]);
+    let three = vec![
+        ("a".to_string(), 5, Some(3)),
+        ("a".into(), 7, Some(5)),
+        ("a".into(), 10, Some(6)),
+        ("b".into(), 20, Some(2)),
+        ("c".into(), 30, Some(4)),
+    ];
+    assert_eq!(read_all(&e, "db"), three);
+    // Rows written after the freeze are in the new active memtable, on top of the frozen one.
+    e.write("db", &[point("cpu", "b", 20, 7), point("cpu", "d", 1, 8)]).unwrap();
+    assert_eq!(active_rows(&e), 2);
+    let mut four = three.clone();
+    four[3].2 = Some(7);
+    four.push(("d".into(), 1, Some(8)));
+    four.sort();
+    assert_eq!(read_all(&e, "db"), four, "the new memtable holds two series: copied, over the frozen one");
+    e.pause_flushes(false);
+    e.flush().unwrap();
+    assert_eq!(read_all(&e, "db"), four, "after the flush");
+    drop(e);
+    let e = Engine::open(config(dir.path())).unwrap();
+    assert_eq!(read_all(&e, "db"), four, "after restart");
+}
+
 /// After open, the block-index cache fills in the background before any read (up to half its capacity),
 /// and not at all with `warm_block_index` off.
 #[test]
