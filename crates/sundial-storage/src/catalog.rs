@@ -81,6 +81,19 @@ impl SeriesTags {
         self.cells.push((col, end));
     }
 
+    /// Appends every tag of `other`, in its order: [`SeriesTags::push`] of each, in one copy of the text.
+    pub fn extend_from(&mut self, other: &SeriesTags) {
+        let base = self.text.len() as u32; // below u32 (as `push` checks)
+        self.text.push_str(&other.text);
+        u32::try_from(self.text.len()).expect("a series' tag bytes fit u32 (names are bounded)");
+        self.cells.extend(other.cells.iter().map(|(col, end)| (*col, base + end)));
+    }
+
+    /// The tags' columns, in order.
+    pub fn columns(&self) -> impl ExactSizeIterator<Item = ColId> + '_ {
+        self.cells.iter().map(|(col, _)| *col)
+    }
+
     pub fn len(&self) -> usize {
         self.cells.len()
     }

@@ -393,11 +393,23 @@ struct Pending {
     /// Every series' tags back to back; series `j`'s are tags `series_ends[j − 1]..series_ends[j]`.
     tags: SeriesTags,
     series_ends: Vec<u32>,
+    /// The columns of the series pushed last. A series with the same columns (every series of a TSBS
+    /// table) adds none to `cols`, known without a set lookup per tag: those lookups and inserts were
+    /// a tenth of the catalog log's CPU at 10 M new series.
+    last_cols: Vec<ColId>,
 }
 
 impl Pending {
     fn new(db: DbId, table: TableId, series: SeriesId) -> Pending {
-        Pending { db, table, first: series, cols: BTreeSet::new(), tags: SeriesTags::default(), series_ends: Vec::new() }
+        Pending {
+            db,
+            table,
+            first: series,
+            cols: BTreeSet::new(),
+            tags: SeriesTags::default(),
+            series_ends: Vec::new(),
+            last_cols: Vec::new(),
+        }
     }
 
     fn len(&self) -> usize {
@@ -407,7 +419,8 @@ impl Pending {
     /// Adds the series if it is the next id and the batch stays within its limits.
     fn try_push(&mut self, series: SeriesId, tags: &SeriesTags) -> bool {
         let n = self.len();
-        let new_cols = tags.iter().filter(|(c, _)| !self.cols.contains(c)).count();
+        let same_cols = tags.columns().eq(self.last_cols.iter().copied());
+        let new_cols = if same_cols { 0 } else { tags.columns().filter(|c| !self.cols.contains(c)).count() };
         let fits = n < CATALOG_BATCH_SERIES_MAX
             && self.first.checked_add(n as u32) == Some(series)
             && series.checked_add(1).is_some()
@@ -415,10 +428,12 @@ impl Pending {
             && (n + 1) * (self.cols.len() + new_cols) <= CATALOG_BATCH_CELLS_MAX
             && self.tags.value_bytes() + tags.value_bytes() <= CATALOG_BATCH_TAG_BYTES_MAX;
         if fits {
-            for (c, v) in tags.iter() {
-                self.cols.insert(c);
-                self.tags.push(c, v);
+            if !same_cols {
+                self.cols.extend(tags.columns());
+                self.last_cols.clear();
+                self.last_cols.extend(tags.columns());
             }
+            self.tags.extend_from(tags);
             // At most CATALOG_BATCH_CELLS_MAX tags (checked above), far below u32.
             self.series_ends.push(self.tags.len() as u32);
         }
@@ -918,6 +933,30 @@ mod tests {
         };
         let bytes = batch_round_trip(&max).len();
         assert!(bytes < 8 * CATALOG_BATCH_SERIES_MAX, "{bytes} bytes");
+    }
+
+    /// One batch of series whose columns change from one series to the next and come back (the writer
+    /// skips its column bookkeeping for a series with the last one's columns) decodes to its entries.
+    #[test]
+    fn a_batch_of_series_whose_columns_change_and_come_back_decodes_to_its_entries() {
+        let tag_sets: [&[(ColId, &str)]; 7] =
+            [&[(0, "a"), (1, "b")], &[(0, "c"), (1, "d")], &[(1, "e"), (2, "f")], &[(0, "g"), (1, "h")], &[], &[(0, "i"), (1, "j"), (2, "k")], &[(3, "l")]];
+        let entries: Vec<CatalogEntry> = tag_sets.iter().enumerate().map(|(i, t)| series(0, 0, i as u32, t)).collect();
+        let (mut got, mut records) = (Vec::new(), 0);
+        RecordWriter::write_all(&entries, &mut |payload, n| {
+            records += 1;
+            match decode_record(payload).unwrap() {
+                Record::Series(b) => {
+                    assert_eq!(b.len() as u64, n);
+                    got.extend(b.into_entries());
+                }
+                Record::Entry(e) => got.push(e),
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(records, 1, "one batch");
+        assert_eq!(got, entries);
     }
 
     /// Entries with runs of series broken by other kinds, interleaved tables, a gap in the ids and a
