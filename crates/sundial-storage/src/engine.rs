@@ -1601,7 +1601,7 @@ impl TableSnapshot {
             }
             for (i, (_, t)) in frozen.iter().enumerate() {
                 // Kept for the read below: a second lookup in a map of a million series is a cache miss.
-                frozen_bufs[i] = t.series.get(&s);
+                frozen_bufs[i] = if t.may_hold(s) { t.series.get(&s) } else { None };
                 if let Some((lo, hi)) = frozen_bufs[i].and_then(|b| b.ts_range())
                     && hi >= self.ts_min
                     && lo <= self.ts_max

@@ -692,6 +692,20 @@ pub struct MemTable {
     /// The columns of the last series whose first row brought new ones: the next series with the same
     /// first row's columns shares them ([`RowBuf::push`]).
     schema: Option<Schema>,
+    /// The lowest and highest series id any row was written to (a delete leaves them): see
+    /// [`MemTable::may_hold`].
+    series_span: Option<(SeriesId, SeriesId)>,
+}
+
+impl MemTable {
+    /// False when the table certainly holds no rows of `series`, from the span of series ids written
+    /// to it, without probing the map. Why: a scan of every series asks every frozen memtable for each
+    /// one, and at 10 M hosts each memtable holds a million new series of one narrow id range; the
+    /// probes into maps of a million series, a cache miss each, took a sixth of a count's time (the
+    /// count after a load of scenario 5: 2.73, 2.81 → 2.20, 2.45 s).
+    pub fn may_hold(&self, series: SeriesId) -> bool {
+        self.series_span.is_some_and(|(lo, hi)| lo <= series && series <= hi)
+    }
 }
 
 /// All rows written between two flushes. Frozen generations are immutable and shared with readers.
@@ -729,10 +743,11 @@ impl MemGen {
                     let reserved = self.sizes.get(&key).copied().unwrap_or(0);
                     self.bytes += reserved * SERIES_OVERHEAD_BYTES;
                     let series = HashMap::with_capacity_and_hasher(reserved, Default::default());
-                    e.insert(MemTable { series, reserved, schema: None })
+                    e.insert(MemTable { series, reserved, schema: None, series_span: None })
                 }
             };
             while let Some(r) = b.rows.get(i).filter(|r| r.table == key.1) {
+                table.series_span = Some(table.series_span.map_or((r.series, r.series), |(lo, hi)| (lo.min(r.series), hi.max(r.series))));
                 let counted = table.series.len() < table.reserved;
                 let s = table.series.entry(r.series).or_insert_with(|| {
                     if !counted {
@@ -850,6 +865,29 @@ mod tests {
         assert_eq!(next.bytes, plain.bytes);
         assert_eq!(next.rows, 6);
         assert_eq!(next.series_counts(), HashMap::from_iter([((0, 1), 5), ((0, 2), 1)]));
+    }
+
+    /// A table may hold exactly the series ids between the lowest and the highest written to it, in any
+    /// order and over several writes; tables keep their own spans.
+    #[test]
+    fn a_table_may_hold_only_series_within_the_ids_written_to_it() {
+        let row = |b: &mut WriteBatch, table, series| b.push_row(table, series, 1, [(0, Value::Integer(1))]);
+        let mut m = MemGen::default();
+        let mut b = WriteBatch::new(0);
+        [9, 5, 7].into_iter().for_each(|s| row(&mut b, 1, s));
+        row(&mut b, 2, 100);
+        m.apply(&b);
+        let t = m.table(0, 1).unwrap();
+        assert_eq!((4..=10).map(|s| t.may_hold(s)).collect::<Vec<_>>(), [false, true, true, true, true, true, false]);
+        let mut b = WriteBatch::new(0);
+        row(&mut b, 1, 12);
+        row(&mut b, 1, 3);
+        m.apply(&b);
+        let t = m.table(0, 1).unwrap();
+        assert!((3..=12).all(|s| t.may_hold(s)) && !t.may_hold(2) && !t.may_hold(13));
+        let t2 = m.table(0, 2).unwrap();
+        assert!(t2.may_hold(100) && !t2.may_hold(99) && !t2.may_hold(101));
+        assert!(!MemTable::default().may_hold(0), "an empty table holds nothing");
     }
 
     #[test]
