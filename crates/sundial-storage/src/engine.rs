@@ -107,8 +107,9 @@ pub struct EngineConfig {
     pub frozen_max: usize,
     /// A read of at least this many series of a table that the active memtable holds at least this
     /// many series of freezes the memtable and reads it where it is, instead of copying the series'
-    /// rows into the snapshot; only when no write is in its turn and fewer than `frozen_max`
-    /// memtables wait for flush. Default [`limits::FREEZE_FOR_READ_SERIES_MIN`].
+    /// rows into the snapshot; only when `write_lock` is free (the read then waits for the writes
+    /// already in their turn) and fewer than `frozen_max` memtables wait for flush. Default
+    /// [`limits::FREEZE_FOR_READ_SERIES_MIN`].
     pub freeze_for_read_series_min: usize,
     /// Bytes of all memtables (active + frozen, waiting for flush) at which writes stall and, if the
     /// flush does not bring them below within `write_stall_timeout`, are refused with
@@ -933,8 +934,9 @@ impl Inner {
     }
 
     /// Freezes the active memtable for a read of `wanted` series of table `(db, table)`, when both
-    /// hold at least `freeze_for_read_series_min` series, no write is in its turn and fewer than
-    /// `frozen_max` memtables wait for flush: the snapshot then shares the memtable, and the scan reads
+    /// hold at least `freeze_for_read_series_min` series, `write_lock` is free (then the writes already
+    /// in their turn are waited for, as every freeze does) and fewer than `frozen_max` memtables wait
+    /// for flush: the snapshot then shares the memtable, and the scan reads
     /// each series into one reused buffer, where the snapshot copied every series' rows, a new
     /// vector per column each, for the whole read (a count right after a load of 1 M series spent
     /// 1.5 s there, against 0.17 s over the same rows flushed). Otherwise, or if the freeze fails,
