@@ -77,15 +77,20 @@ impl SeriesTags {
     /// stays far below `u32`.
     pub fn push(&mut self, col: ColId, value: &str) {
         self.text.push_str(value);
-        let end = u32::try_from(self.text.len()).expect("a series' tag bytes fit u32 (names are bounded)");
+        let end = self.text_end();
         self.cells.push((col, end));
+    }
+
+    /// Where the text ends, as the `u32` the cells hold.
+    fn text_end(&self) -> u32 {
+        u32::try_from(self.text.len()).expect("a series' tag bytes fit u32 (names are bounded)")
     }
 
     /// Appends every tag of `other`, in its order: [`SeriesTags::push`] of each, in one copy of the text.
     pub fn extend_from(&mut self, other: &SeriesTags) {
-        let base = self.text.len() as u32; // below u32 (as `push` checks)
+        let base = self.text_end();
         self.text.push_str(&other.text);
-        u32::try_from(self.text.len()).expect("a series' tag bytes fit u32 (names are bounded)");
+        self.text_end(); // the last end, and so every end below it, fits
         self.cells.extend(other.cells.iter().map(|(col, end)| (*col, base + end)));
     }
 

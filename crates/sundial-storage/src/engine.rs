@@ -1611,7 +1611,9 @@ impl TableSnapshot {
                     runs.push((lo, hi, Source::Frozen(i)));
                 }
             }
-            if let Some(r) = self.active.get(&s) {
+            // Kept for the read below, as `frozen_bufs` are.
+            let active = self.active.get(&s);
+            if let Some(r) = active {
                 runs.push((r.ts[0], r.ts[r.ts.len() - 1], Source::Active)); // never empty (`snapshot_rows`)
             }
             runs.sort_unstable_by_key(|r| (r.0, r.1));
@@ -1675,7 +1677,7 @@ impl TableSnapshot {
                         buf.read_into(&mut owned, s, self.ts_min, self.ts_max, &self.cols);
                         RowsRef::of(&owned)
                     }
-                    Source::Active => RowsRef::of(&self.active[&s]),
+                    Source::Active => RowsRef::of(active.expect("the series' active rows found above")),
                 };
                 if !r.ts.is_empty() {
                     f(Piece::Rows(r));

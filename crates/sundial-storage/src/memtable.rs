@@ -747,12 +747,15 @@ impl MemGen {
                 }
             };
             while let Some(r) = b.rows.get(i).filter(|r| r.table == key.1) {
-                table.series_span = Some(table.series_span.map_or((r.series, r.series), |(lo, hi)| (lo.min(r.series), hi.max(r.series))));
                 let counted = table.series.len() < table.reserved;
+                let span = &mut table.series_span;
                 let s = table.series.entry(r.series).or_insert_with(|| {
                     if !counted {
                         self.bytes += SERIES_OVERHEAD_BYTES;
                     }
+                    // Only here does a series enter the map (one a delete removed comes back here too):
+                    // the span, which must cover every series in it, widens only then.
+                    *span = Some(span.map_or((r.series, r.series), |(lo, hi)| (lo.min(r.series), hi.max(r.series))));
                     SeriesBuf::default()
                 });
                 self.bytes += s.push(r.ts, b.row_values(i), &mut table.schema);
