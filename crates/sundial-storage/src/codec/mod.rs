@@ -352,7 +352,7 @@ fn encode_column_in(col: &Column, float: FloatEncoding, delta: Delta, pages: Pag
     assert_eq!(col.values.len(), valid.len(), "column values and validity differ in length");
     if let ColumnValues::String(v) = &col.values {
         let strs: Vec<&str> = v.iter().zip(valid).filter(|(_, ok)| **ok).map(|(s, _)| s.as_str()).collect();
-        encode_strings(valid, &strs, out);
+        encode_strings(valid, &strs, Delta::Auto, out);
         return Delta::Auto;
     }
     validity::encode(valid, out);
@@ -371,13 +371,15 @@ fn encode_column_in(col: &Column, float: FloatEncoding, delta: Delta, pages: Pag
 /// Appends the String column chunk of `valid.len()` rows whose non-null values are `present`, in row
 /// order: the bytes [`encode_column`] writes for that column, from borrowed strings (`catalog.log`'s
 /// series batches encode tag columns from their buffers without an owned `String` per cell).
+/// `index_delta` is pco's delta search for a dictionary's indexes: [`Delta::Auto`] for a series' values
+/// over time, [`Delta::Off`] where neighbouring rows are unrelated (different series' tags).
 ///
 /// # Panics
 /// If `present` does not hold exactly one value per `true` in `valid`.
-pub fn encode_strings(valid: &[bool], present: &[&str], out: &mut Vec<u8>) {
+pub fn encode_strings(valid: &[bool], present: &[&str], index_delta: Delta, out: &mut Vec<u8>) {
     assert_eq!(valid.iter().filter(|ok| **ok).count(), present.len(), "string values and validity disagree");
     validity::encode(valid, out);
-    string::encode(present, out);
+    string::encode(present, index_delta, out);
 }
 
 /// Decodes a field column chunk of type `ty` and `n` rows, accepting every codec this build knows.

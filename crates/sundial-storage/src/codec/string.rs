@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use super::cursor::{Cursor, uvarint_len};
-use super::{Codec, CodecError, Result, numeric};
+use super::{Codec, CodecError, Delta, Result, numeric};
 use crate::encoding::put_uvarint;
 use crate::limits::STRING_VALUE_BYTES_MAX;
 
@@ -27,10 +27,14 @@ const ZSTD_MIN_BYTES: usize = 64;
 /// to the input.
 const ZSTD_RATIO_MAX: usize = 1 << 16;
 
+/// [`dictionary`] gives up early if more than 7/8 of this many first values are distinct.
+const DICT_PREFIX_ROWS: usize = 1024;
+
 const BLOB_RAW: u8 = 0x00;
 const BLOB_ZSTD: u8 = 0x01;
 
-pub(super) fn encode(vals: &[&str], out: &mut Vec<u8>) {
+/// `index_delta`: pco's delta search for a dictionary's indexes (see [`super::encode_strings`]).
+pub(super) fn encode(vals: &[&str], index_delta: Delta, out: &mut Vec<u8>) {
     match vals {
         [] => out.push(Codec::Empty as u8),
         [first, rest @ ..] if rest.iter().all(|v| v == first) => {
@@ -39,7 +43,7 @@ pub(super) fn encode(vals: &[&str], out: &mut Vec<u8>) {
             out.extend_from_slice(first.as_bytes());
         }
         _ => match dictionary(vals) {
-            Some((dict, idx)) => encode_dict(&dict, &idx, out),
+            Some((dict, idx)) => encode_dict(&dict, &idx, index_delta, out),
             None => {
                 out.push(Codec::StrPlain as u8);
                 put_blob(&length_prefixed(vals), out);
@@ -48,11 +52,11 @@ pub(super) fn encode(vals: &[&str], out: &mut Vec<u8>) {
     }
 }
 
-fn encode_dict(dict: &[&str], idx: &[u32], out: &mut Vec<u8>) {
+fn encode_dict(dict: &[&str], idx: &[u32], delta: Delta, out: &mut Vec<u8>) {
     out.push(Codec::StrDict as u8);
     put_uvarint(out, dict.len() as u64);
     let mut index = Vec::new();
-    numeric::encode(idx, &mut index);
+    numeric::encode_with(idx, delta, super::pcodec::Pages::One, &mut index);
     put_uvarint(out, index.len() as u64);
     out.extend_from_slice(&index);
     put_blob(&length_prefixed(dict), out);
@@ -63,6 +67,9 @@ fn encode_dict(dict: &[&str], idx: &[u32], out: &mut Vec<u8>) {
 /// and the dictionary plus bit-width indexes must be smaller than the strings themselves.
 fn dictionary<'a>(vals: &[&'a str]) -> Option<(Vec<&'a str>, Vec<u32>)> {
     let max_distinct = vals.len() / 2;
+    // Values nearly all distinct over the first rows mark a high-cardinality column (a host name per
+    // series in `catalog.log`'s batches): give up there rather than hash half of the rows first.
+    let (prefix, prefix_distinct_max) = (DICT_PREFIX_ROWS, DICT_PREFIX_ROWS * 7 / 8);
     // foldhash, not SipHash: the catalog log's series batches put every new series' tags through here
     // (ten columns of 10 M values at TSBS's 10 M hosts), and SipHash was a visible part of the flush.
     // Sized for a few distinct values; a high-cardinality column grows it until it gives up at half the
@@ -80,6 +87,9 @@ fn dictionary<'a>(vals: &[&'a str]) -> Option<(Vec<&'a str>, Vec<u32>)> {
             return None;
         }
         idx.push(id);
+        if idx.len() == prefix && dict.len() > prefix_distinct_max {
+            return None;
+        }
     }
     let bits = (usize::BITS - dict.len().leading_zeros()) as usize;
     let dict_bytes: usize = dict.iter().map(|s| s.len() + 1).sum::<usize>() + (vals.len() * bits).div_ceil(8);
@@ -219,12 +229,39 @@ mod tests {
     use super::*;
 
     fn round_trip(vals: &[&str]) -> Vec<u8> {
+        round_trip_with(vals, Delta::Auto)
+    }
+
+    fn round_trip_with(vals: &[&str], delta: Delta) -> Vec<u8> {
         let mut out = Vec::new();
-        encode(vals, &mut out);
+        encode(vals, delta, &mut out);
         let mut cur = Cursor::new(&out);
         assert_eq!(decode_capped(&mut cur, vals.len(), usize::MAX).unwrap(), vals);
         assert_eq!(cur.remaining(), 0);
         out
+    }
+
+    #[test]
+    fn a_column_nearly_all_distinct_over_its_first_rows_is_stored_plain() {
+        let names: Vec<String> = (0..DICT_PREFIX_ROWS).map(|i| format!("host_{i}")).collect();
+        // All distinct over the prefix, then one value repeated: a dictionary of 1,025 entries for
+        // 5,024 rows would pay, but the prefix already gave up.
+        let mut vals: Vec<&str> = names.iter().map(String::as_str).collect();
+        vals.extend(std::iter::repeat_n("x", 4000));
+        assert_eq!(round_trip(&vals)[0], Codec::StrPlain as u8);
+        // 7/8 of the prefix distinct ("x" is one more), no more: looked at whole, and a dictionary pays.
+        let mut vals: Vec<&str> = names[..DICT_PREFIX_ROWS * 7 / 8 - 1].iter().map(String::as_str).collect();
+        vals.extend(std::iter::repeat_n("x", 4000));
+        assert_eq!(round_trip(&vals)[0], Codec::StrDict as u8);
+    }
+
+    #[test]
+    fn dictionary_indexes_without_the_delta_search_decode_the_same() {
+        let regions: Vec<&str> = (0..16_384).map(|i| ["us-east-1", "eu-west-1", "ap-south-1", "sa-east-1"][i * 7 % 13 % 4]).collect();
+        let off = round_trip_with(&regions, Delta::Off);
+        assert_eq!(off[0], Codec::StrDict as u8);
+        let auto = round_trip_with(&regions, Delta::Auto);
+        assert!(off.len() <= auto.len() + 16, "{} vs {} bytes", off.len(), auto.len());
     }
 
     #[test]

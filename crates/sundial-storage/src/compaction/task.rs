@@ -64,7 +64,7 @@ pub fn merge(
         .collect();
     let col_ids: Vec<ColId> = cols.iter().map(|c| c.0).collect();
     let types: Vec<FieldType> = cols.iter().map(|c| c.1).collect();
-    let mut w = SegmentWriter::create(path, id)?.with_throttle(throttle);
+    let mut w = SegmentWriter::create(path, id)?.with_throttle(throttle).with_series_hint(series.len());
     let mut stats = MergeStats::default();
     // Series are visited in ascending order: each input's walker keeps its last decoded footer group, so
     // a group is decoded about once per merge even when the block-index cache cannot keep it.
