@@ -529,7 +529,8 @@ impl SegmentWriter {
     /// [`DELTA_HINT_BLOCKS`] blocks ([`codec::encode_column_hinted`]): what a flush does, whose files
     /// compaction rewrites with a search per block. Every series of a table usually has the same kind of
     /// values in a column (TSBS: the search picks order 1 for every block), so the choice rarely
-    /// changes, and a flush of thousands of small blocks spends a third of the time it did.
+    /// changes, and a flush of thousands of small blocks spends a third of the time it did. Packs carry
+    /// their own choices the same way (`pack_hints`).
     pub fn with_delta_hints(mut self) -> SegmentWriter {
         self.delta_hints = Some(DeltaHints::default());
         self.pack_hints = Some(DeltaHints::default());
@@ -2947,7 +2948,7 @@ mod tests {
         let mut w = SegmentWriter::create(&dir.path().join("hinted.seg"), id).unwrap().with_delta_hints();
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut written = Vec::new();
-        // 40 packs of three-row series, then 20 of one-row series.
+        // 40 packs of 1,024 three-row series, then 9,040 one-row series (9 packs).
         for s in 0..50_000u32 {
             let n = if s < 40 * PACK_SERIES_MAX as u32 { 3 } else { 1 };
             let (mut walk, mut f) = (Column::new(FieldType::Integer), Column::new(FieldType::Float));

@@ -312,7 +312,8 @@ pub enum Delta {
     Auto,
     /// No delta, no search: for values whose neighbours are other series' (a segment pack of one-row
     /// series), where a delta has nothing to exploit. The search compresses a sample once per candidate;
-    /// it was 11 % of the server's CPU while loading 10 M one-row series.
+    /// it was 11 % of the server's CPU while loading 10 M one-row series. pco then works at a lower
+    /// level, as such values gain little from its finer bins (`pcodec::PCO_LEVEL_UNRELATED`).
     Off,
     /// Consecutive differences of this order (1 to 7), no search: the order the search chose for the
     /// same column of a neighbouring block, which a writer carries over ([`encode_column_hinted`]).
