@@ -1,17 +1,19 @@
 #!/bin/bash
 # committed.sh BIN FILE [server flags...]: load-ab.sh, then SELECT count(usage_user) polled until it sees every row;
 # prints that time ("committed") and the server CPU then. PERF=1 PERFARGS="..." records the server with perf.
+# "committed" counts from the loader's start, and includes the `wc -l` of FILE after the loader (about 0.5 s
+# for scenario 5's file): the same for every build an A/B compares.
 BIN=$1; F=$2; shift 2
-D=/root/.cache/sundial/scratch/loadtest; rm -rf $D; mkdir -p $D
+# The server as load-ab.sh starts it (same flags), through the helpers of 2026-11-23-vm.
+. "$(dirname "$0")/../2026-11-23-vm/serve.sh"
+D=$CACHE/scratch/loadtest; rm -rf $D; mkdir -p $D
 PORT=18766
-$BIN serve --data-dir $D --http-addr 127.0.0.1:$PORT --pg-addr 127.0.0.1:0 --flush-idle-secs 10 --compact-full-write-cold-secs 20 "$@" > ${TMPDIR:-/tmp}/load-server.log 2>&1 &
-SP=$!
-for i in $(seq 50); do curl -s -o /dev/null -w '%{http_code}' 127.0.0.1:$PORT/ping | grep -q 204 && break; sleep 0.2; done
-curl -s -XPOST 127.0.0.1:$PORT/query --data-urlencode "q=CREATE DATABASE benchmark" >/dev/null
+start_sundial "$BIN" $D $PORT ${TMPDIR:-/tmp}/load-server.log --compact-full-write-cold-secs 20 "$@" || exit 1
+create_benchmark_db $PORT
 if [ -n "$PERF" ]; then perf record $PERFARGS -o ${TMPDIR:-/tmp}/perf-load.data -p $SP > /dev/null 2>&1 & PP=$!; fi
 (while kill -0 $SP 2>/dev/null; do echo "$(date +%s) $(awk '{print $14+$15}' /proc/$SP/stat) $(grep VmRSS /proc/$SP/status | awk '{print $2}')"; sleep 1; done) > ${TMPDIR:-/tmp}/cpu-timeline.txt &
 T0=$(date +%s.%N)
-~/.cache/sundial/tsbs/bin/tsbs_load_influx --urls=http://127.0.0.1:$PORT --db-name=benchmark --workers=2 --batch-size=10000 --gzip=false --do-create-db=false --reporting-period=1s --file=$F 2>&1 | tail -n +1
+"$TSBS_BIN/tsbs_load_influx" --urls=http://127.0.0.1:$PORT --db-name=benchmark --workers=2 --batch-size=10000 --gzip=false --do-create-db=false --reporting-period=1s --file=$F 2>&1 | tail -n +1
 T1=$(date +%s.%N)
 ROWS=$(wc -l < $F)
 while :; do
@@ -24,4 +26,4 @@ read -r U S <<< $(awk '{print $14, $15}' /proc/$SP/stat)
 echo "wall $(echo "$T1 - $T0" | bc) server cpu $(echo "($U+$S)/100" | bc -l | cut -c1-6)"
 grep VmHWM /proc/$SP/status
 [ -n "$PERF" ] && { kill -INT $PP; wait $PP; }
-kill $SP; wait $SP
+stop_sundial
