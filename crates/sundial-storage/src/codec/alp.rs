@@ -27,7 +27,8 @@
 //! beyond 2⁵³·10⁻ᵉ), and stores the previous row's integer in its place so the integer stream stays smooth.
 
 use super::cursor::Cursor;
-use super::{CodecError, Result, numeric};
+use super::pcodec::Pages;
+use super::{CodecError, Delta, Result, numeric};
 use crate::encoding::put_uvarint;
 
 /// Largest exponent. 10¹⁸ < 2⁶³ keeps `v · 10ᵉ` of a value below 10 within `i64`, and every power up to
@@ -99,8 +100,9 @@ pub(super) fn choose_exponent(vals: &[f64]) -> (u8, f64) {
     (best, best_exc as f64 / sampled.max(1) as f64)
 }
 
-/// Appends the ALP payload of `vals` (non-empty) with exponent `e ≤ EXP_MAX`.
-pub(super) fn encode(vals: &[f64], e: u8, out: &mut Vec<u8>) {
+/// Appends the ALP payload of `vals` (non-empty) with exponent `e ≤ EXP_MAX`; its integers go through
+/// pco with `delta` ([`Delta::Off`] for values of unrelated series, else the search).
+pub(super) fn encode(vals: &[f64], e: u8, delta: Delta, out: &mut Vec<u8>) {
     assert!(e <= EXP_MAX, "alp exponent {e} above {EXP_MAX}");
     let mut ints = Vec::with_capacity(vals.len());
     let mut exceptions = Vec::new();
@@ -131,7 +133,7 @@ pub(super) fn encode(vals: &[f64], e: u8, out: &mut Vec<u8>) {
     for &p in &exceptions {
         out.extend_from_slice(&vals[p].to_bits().to_le_bytes());
     }
-    numeric::encode(&ints, out);
+    numeric::encode_with(&ints, delta, Pages::One, out);
 }
 
 /// Decodes an ALP payload of `m ≥ 1` values that fills the rest of `cur`.
@@ -174,7 +176,7 @@ mod tests {
 
     fn round_trip(vals: &[f64], e: u8) -> Vec<u8> {
         let mut out = Vec::new();
-        encode(vals, e, &mut out);
+        encode(vals, e, Delta::Auto, &mut out);
         let mut cur = Cursor::new(&out);
         let got = decode(&mut cur, vals.len()).unwrap();
         assert_eq!(cur.remaining(), 0);

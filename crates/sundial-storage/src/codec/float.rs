@@ -52,16 +52,16 @@ pub(super) fn encode(vals: &[f64], how: FloatEncoding, delta: Delta, pages: Page
         return numeric::encode_with(vals, delta, pages, out);
     }
     match how {
-        FloatEncoding::Alp => put_alp(vals, alp::choose_exponent(vals).0, out),
+        FloatEncoding::Alp => put_alp(vals, alp::choose_exponent(vals).0, Delta::Auto, out),
         FloatEncoding::Gorilla => put_gorilla(vals, out),
         _ => return encode_smallest(vals, delta, pages, out),
     }
     Delta::Auto
 }
 
-fn put_alp(vals: &[f64], e: u8, out: &mut Vec<u8>) {
+fn put_alp(vals: &[f64], e: u8, delta: Delta, out: &mut Vec<u8>) {
     out.push(Codec::Alp as u8);
-    alp::encode(vals, e, out);
+    alp::encode(vals, e, delta, out);
 }
 
 fn put_gorilla(vals: &[f64], out: &mut Vec<u8>) {
@@ -75,7 +75,11 @@ fn encode_smallest(vals: &[f64], delta: Delta, pages: Pages, out: &mut Vec<u8>) 
     let mut candidate = Vec::new();
     let (e, exceptions) = alp::choose_exponent(vals);
     if exceptions <= ALP_EXCEPTIONS_MAX {
-        put_alp(vals, e, &mut candidate);
+        // ALP's integers are the same values scaled: values of unrelated series (a pack of one-row
+        // series) gain nothing from a delta there either, and the search cost a sample compression per
+        // candidate on top of pco's own.
+        let alp_delta = if delta == Delta::Off { Delta::Off } else { Delta::Auto };
+        put_alp(vals, e, alp_delta, &mut candidate);
         keep_smaller(out, start, &candidate);
     }
     candidate.clear();

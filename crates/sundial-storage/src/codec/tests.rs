@@ -394,6 +394,27 @@ fn float_codecs_round_trip_edge_blocks() {
     }
 }
 
+/// Decimals of unrelated series (a pack of one-row series) coded without delta, ALP's integers too: they
+/// read back as written, still as ALP, no larger than with the delta search.
+#[test]
+fn unrelated_decimals_without_delta_keep_alp() {
+    let mut state = 7u64;
+    let vals: Vec<f64> = (0..1024)
+        .map(|_| {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let z = (state ^ (state >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            ((z >> 11) % 10_000) as f64 / 100.0
+        })
+        .collect();
+    let col = typed(FieldType::Float, vals.into_iter().map(Some).collect(), Value::Float);
+    let (mut off, mut auto) = (Vec::new(), Vec::new());
+    encode_column_delta(&col, Delta::Off, &mut off);
+    encode_column_delta(&col, Delta::Auto, &mut auto);
+    assert_same(&decode_column(&off, FieldType::Float, col.len()).unwrap(), &col);
+    assert_eq!(column_codecs(&off, col.len()).unwrap().1, Codec::Alp);
+    assert!(off.len() <= auto.len() + 16, "{} bytes without delta, {} with the search", off.len(), auto.len());
+}
+
 /// The per-block choice: ALP on decimals, Gorilla on a gauge that mostly repeats, pco on full-precision
 /// smooth data; and the choice is never larger than any forced codec.
 #[test]
