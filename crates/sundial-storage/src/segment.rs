@@ -2969,7 +2969,7 @@ mod tests {
         let cols = [(1, FieldType::Integer), (2, FieldType::Float)];
         for rows in &written {
             assert!(seg.series_blocks(rows.series).unwrap().iter().all(|b| b.pack.is_some()), "series {} packed", rows.series);
-            assert_eq!(seg.read_series(rows.series, i64::MIN, i64::MAX, &cols).unwrap(), [rows.clone()], "series {}", rows.series);
+            assert_eq!(seg.read_series(rows.series, i64::MIN, i64::MAX, &cols).unwrap(), std::slice::from_ref(rows), "series {}", rows.series);
         }
     }
 

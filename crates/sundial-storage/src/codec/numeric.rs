@@ -76,14 +76,10 @@ impl Word for u32 {
     }
 }
 
-/// Appends the values section of `vals` (the non-null values, in row order), pco in one page.
-pub(super) fn encode<T: Word>(vals: &[T], out: &mut Vec<u8>) {
-    encode_with(vals, Delta::Auto, Pages::One, out);
-}
-
-/// [`encode`] with pco's delta search as `delta` says, written as PcoPaged (pages of
-/// [`pcodec::PAGE_ROWS`]) when `pages` says so and pco is chosen for more than one page of numbers: a
-/// block's field column, whose reader may want a few of its rows ([`decode_rows`]).
+/// Appends the values section of `vals` (the non-null values, in row order), pco's delta search as
+/// `delta` says, written as PcoPaged (pages of [`pcodec::PAGE_ROWS`]) when `pages` says so and pco is
+/// chosen for more than one page of numbers: a block's field column, whose reader may want a few of its
+/// rows ([`decode_rows`]).
 ///
 /// Returns the delta for the next block of the same column ([`super::encode_column_hinted`]): the one
 /// pco used, when pco compressed the values.
@@ -171,7 +167,7 @@ mod tests {
 
     fn round_trip<T: Word>(vals: &[T]) -> Vec<u8> {
         let mut out = Vec::new();
-        encode(vals, &mut out);
+        encode_with(vals, Delta::Auto, Pages::One, &mut out);
         let mut cur = Cursor::new(&out);
         let got: Vec<T> = decode(&mut cur, vals.len()).unwrap();
         assert_eq!(
@@ -202,7 +198,7 @@ mod tests {
     #[test]
     fn counts_and_tags_are_checked() {
         let mut out = Vec::new();
-        encode(&[1i64, 2, 3], &mut out);
+        encode_with(&[1i64, 2, 3], Delta::Auto, Pages::One, &mut out);
         assert!(decode::<i64>(&mut Cursor::new(&out), 4).is_err());
         assert!(decode::<i64>(&mut Cursor::new(&[Codec::Empty as u8]), 1).is_err());
         assert!(decode::<i64>(&mut Cursor::new(&[Codec::BitPacked as u8]), 1).is_err());
