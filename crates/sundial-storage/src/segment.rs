@@ -368,6 +368,13 @@ impl DeltaHints {
     }
 }
 
+/// Which of a writer's delta hints a column chunk uses ([`SegmentWriter::put_column_hinted`]).
+#[derive(Clone, Copy)]
+enum Hints {
+    Block,
+    Pack,
+}
+
 /// The rows of the small blocks of consecutive series, gathered until the pack is closed.
 #[derive(Default)]
 struct PackBuilder {
@@ -670,16 +677,11 @@ impl SegmentWriter {
             if c.validity.iter().all(|v| !*v) {
                 continue;
             }
-            let asked = match (&mut self.pack_hints, unrelated) {
-                (_, true) => codec::Delta::Off,
-                (Some(h), false) => h.next(*id),
-                (None, false) => codec::Delta::Auto,
+            let chunk = if unrelated {
+                self.put_encoded(|out| codec::encode_column_delta(c, codec::Delta::Off, out))?
+            } else {
+                self.put_column_hinted(*id, c, Hints::Pack, false)?
             };
-            let mut next = codec::Delta::Auto;
-            let chunk = self.put_encoded(|out| next = codec::encode_column_hinted(c, asked, false, out))?;
-            if let (Some(h), false) = (&mut self.pack_hints, unrelated) {
-                h.record(*id, asked, next);
-            }
             cols.push((*id, c.field_type(), chunk));
         }
         let rows = pack.ts.len() as u32;
@@ -693,6 +695,26 @@ impl SegmentWriter {
             self.blocks.push(m);
         }
         Ok(())
+    }
+
+    /// Writes column `col`'s chunk `c` with pco's delta as the `which` hints carry it (a search when
+    /// there are none, or when they say so), and records what pco chose: a block's columns and a pack's
+    /// (of series of a few rows each) keep their own choices.
+    fn put_column_hinted(&mut self, col: ColId, c: &Column, which: Hints, paged: bool) -> Result<ChunkRef> {
+        let asked = self.hints(which).map_or(codec::Delta::Auto, |h| h.next(col));
+        let mut next = codec::Delta::Auto;
+        let chunk = self.put_encoded(|out| next = codec::encode_column_hinted(c, asked, paged, out))?;
+        if let Some(h) = self.hints(which) {
+            h.record(col, asked, next);
+        }
+        Ok(chunk)
+    }
+
+    fn hints(&mut self, which: Hints) -> Option<&mut DeltaHints> {
+        match which {
+            Hints::Block => self.delta_hints.as_mut(),
+            Hints::Pack => self.pack_hints.as_mut(),
+        }
     }
 
     /// Writes rows `range` of `rows` as a block of its own.
@@ -709,12 +731,7 @@ impl SegmentWriter {
             }
             let paged = self.version >= codec::PAGED_SEGMENT_VERSION;
             let c = c.slice(range.clone());
-            let asked = self.delta_hints.as_mut().map_or(codec::Delta::Auto, |h| h.next(*col));
-            let mut next = codec::Delta::Auto;
-            let chunk = self.put_encoded(|out| next = codec::encode_column_hinted(&c, asked, paged, out))?;
-            if let Some(h) = &mut self.delta_hints {
-                h.record(*col, asked, next);
-            }
+            let chunk = self.put_column_hinted(*col, &c, Hints::Block, paged)?;
             metas.push(ColMeta { col: *col, ty: c.field_type(), chunk, stats });
             sliced.push((*col, c));
         }
