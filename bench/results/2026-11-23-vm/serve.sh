@@ -26,6 +26,17 @@ stop_sundial() {
     wait "${SP:-}" 2>/dev/null || true
 }
 
+# start_load_test BIN PORT [ARGS...]: start_sundial on a fresh $CACHE/scratch/loadtest with the flags
+# 2026-11-27-xeon/load-ab.sh uses (the newest partition merged 20 s after its last file, as bench/compare
+# runs it), log in ${TMPDIR:-/tmp}/load-server.log, and the benchmark database created.
+start_load_test() {
+    local bin=$1 port=$2
+    shift 2
+    rm -rf "$CACHE/scratch/loadtest" && mkdir -p "$CACHE/scratch/loadtest" || return 1
+    start_sundial "$bin" "$CACHE/scratch/loadtest" "$port" "${TMPDIR:-/tmp}/load-server.log" --compact-full-write-cold-secs 20 "$@" || return 1
+    create_benchmark_db "$port"
+}
+
 # create_benchmark_db PORT: the database TSBS's tools use.
 create_benchmark_db() {
     curl -s -XPOST "127.0.0.1:$1/query" --data-urlencode 'q=CREATE DATABASE benchmark' > /dev/null

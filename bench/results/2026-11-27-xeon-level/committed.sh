@@ -6,10 +6,8 @@
 BIN=$1; F=$2; shift 2
 # The server as load-ab.sh starts it (same flags), through the helpers of 2026-11-23-vm.
 . "$(dirname "$0")/../2026-11-23-vm/serve.sh"
-D=$CACHE/scratch/loadtest; rm -rf $D; mkdir -p $D
 PORT=18766
-start_sundial "$BIN" $D $PORT ${TMPDIR:-/tmp}/load-server.log --compact-full-write-cold-secs 20 "$@" || exit 1
-create_benchmark_db $PORT
+start_load_test "$BIN" $PORT "$@" || exit 1
 if [ -n "$PERF" ]; then perf record $PERFARGS -o ${TMPDIR:-/tmp}/perf-load.data -p $SP > /dev/null 2>&1 & PP=$!; fi
 (while kill -0 $SP 2>/dev/null; do echo "$(date +%s) $(awk '{print $14+$15}' /proc/$SP/stat) $(grep VmRSS /proc/$SP/status | awk '{print $2}')"; sleep 1; done) > ${TMPDIR:-/tmp}/cpu-timeline.txt &
 T0=$(date +%s.%N)

@@ -1,14 +1,12 @@
 #!/bin/bash
 # lag.sh BIN FILE: load, then time each count query until it sees every row
 BIN=$1; F=$2; shift 2
-D=/root/.cache/sundial/scratch/loadtest; rm -rf $D; mkdir -p $D
+# The server as load-ab.sh starts it (same flags), through the helpers of 2026-11-23-vm.
+. "$(dirname "$0")/../2026-11-23-vm/serve.sh"
 PORT=18766
-$BIN serve --data-dir $D --http-addr 127.0.0.1:$PORT --pg-addr 127.0.0.1:0 --flush-idle-secs 10 --compact-full-write-cold-secs 20 "$@" > ${TMPDIR:-/tmp}/load-server.log 2>&1 &
-SP=$!
-for i in $(seq 50); do curl -s -o /dev/null -w '%{http_code}' 127.0.0.1:$PORT/ping | grep -q 204 && break; sleep 0.2; done
-curl -s -XPOST 127.0.0.1:$PORT/query --data-urlencode "q=CREATE DATABASE benchmark" >/dev/null
+start_load_test "$BIN" $PORT "$@" || exit 1
 T0=$(date +%s.%N)
-~/.cache/sundial/tsbs/bin/tsbs_load_influx --urls=http://127.0.0.1:$PORT --db-name=benchmark --workers=2 --batch-size=10000 --gzip=false --do-create-db=false --reporting-period=0s --file=$F 2>&1 | grep -E "rows in"
+"$TSBS_BIN/tsbs_load_influx" --urls=http://127.0.0.1:$PORT --db-name=benchmark --workers=2 --batch-size=10000 --gzip=false --do-create-db=false --reporting-period=0s --file=$F 2>&1 | grep -E "rows in"
 T1=$(date +%s.%N)
 if [ -n "$PERF" ]; then perf record -F 999 --call-graph dwarf,16384 -o ${TMPDIR:-/tmp}/perf-count.data -p $SP > /dev/null 2>&1 & PP=$!; sleep 0.3; fi
 ROWS=$(wc -l < $F)
@@ -21,4 +19,4 @@ while :; do
 done
 [ -n "$PERF" ] && { kill -INT $PP; wait $PP; }
 grep -iE "flush|froze|compact" ${TMPDIR:-/tmp}/load-server.log | tail -5
-kill $SP; wait $SP
+stop_sundial
