@@ -676,10 +676,11 @@ pub fn merge_staged(in_order: SeriesRows, staged: SeriesRows, cols: &[(ColId, Fi
 }
 
 /// What a series costs in a memtable besides its buffers' heap bytes (counted as they grow, see
-/// [`RowBuf::push`]): its slot in [`SeriesMap`]'s vector and map, twice over for their growth slack. The accounting follows what
-/// is allocated so that the flush trigger and backpressure see high-cardinality loads: with 1 M new
-/// series of one row each, rows alone (≈ 100 bytes) were once counted while ≈ 2 KB per series were
-/// allocated, and a 256 MiB memtable held 3 GiB (measured: `bench/cardinality`).
+/// [`RowBuf::push`]): its slots in [`SeriesMap`]'s vector and map, twice over for their growth slack.
+/// The accounting follows what is allocated so that the flush trigger and backpressure see
+/// high-cardinality loads: with 1 M new series of one row each, rows alone (≈ 100 bytes) were once
+/// counted while ≈ 2 KB per series were allocated, and a 256 MiB memtable held 3 GiB (measured:
+/// `bench/cardinality`).
 pub const SERIES_OVERHEAD_BYTES: usize = 2 * (std::mem::size_of::<(SeriesId, SeriesBuf)>() + std::mem::size_of::<(SeriesId, u32)>());
 
 /// A memtable's series: their buffers in a vector, in the order each was first written, and a map from
@@ -687,10 +688,10 @@ pub const SERIES_OVERHEAD_BYTES: usize = 2 * (std::mem::size_of::<(SeriesId, Ser
 ///
 /// Why not the buffers in the map itself (as before): the flush visits every series in id order, and a
 /// table's new series get ascending ids as they are first written, so in the vector that visit is a walk
-/// forward through memory, where it was a jump to a random slot of a map of a million 88-byte entries
-/// per series (a cache miss each, then freeing them in the map's order: a tenth of the server's CPU
-/// loading TSBS's 10 M hosts went to the flush reading and freeing these buffers). The map is 8 bytes
-/// per series, so its probes on the write path touch a twelfth of the memory they did.
+/// forward through memory, where it was a jump per series to a random 88-byte slot of a map of a million
+/// (a cache miss each, then freeing them in the map's order: a tenth of the server's CPU loading TSBS's
+/// 10 M hosts went to the flush reading and freeing these buffers). The map is 8 bytes per series, so
+/// its probes on the write path touch a tenth of the memory they did.
 #[derive(Debug, Default)]
 pub struct SeriesMap {
     pos: HashMap<SeriesId, u32>,
@@ -1107,6 +1108,7 @@ mod tests {
         assert_eq!(read(&g, 9), Some((vec![30], ColumnValues::Integer(vec![90]))));
         assert_eq!(read(&g, 4), Some((vec![10, 24, 40], ColumnValues::Integer(vec![4, -4, 40]))));
     }
+
     #[test]
     fn sorted_series_are_sliced_by_time() {
         let mut g = MemGen::default();

@@ -395,7 +395,8 @@ impl PackBuilder {
             // A table's series mostly have the same columns in the same order: the pack's column at the
             // series' position is usually the one, found without a search per value (a pack of a million
             // one-row series asked ten million times).
-            let at = match self.cols.get(k).filter(|(i, _)| i == id).map(|_| k).or_else(|| self.cols.iter().position(|(i, _)| i == id)) {
+            let in_place = self.cols.get(k).is_some_and(|(i, _)| i == id);
+            let at = match if in_place { Some(k) } else { self.cols.iter().position(|(i, _)| i == id) } {
                 Some(at) => at,
                 None => {
                     self.cols.push((*id, Column::nulls(c.field_type(), off)));
