@@ -3011,8 +3011,9 @@ mod tests {
             }
             Some(c)
         };
-        // (series, column ids in the series' order, values of each column per row)
-        let shapes: [(SeriesId, &[ColId], Vec<Vec<Option<i64>>>); 5] = [
+        // A series, its column ids in its own order, and each column's values by row.
+        type Shape = (SeriesId, &'static [ColId], Vec<Vec<Option<i64>>>);
+        let shapes: [Shape; 5] = [
             (1, &[1, 2], vec![vec![Some(10), Some(11)], vec![Some(20), Some(21)]]),
             (2, &[2, 1], vec![vec![Some(-22)], vec![Some(-12)]]),
             (3, &[2], vec![vec![Some(32), None]]),
