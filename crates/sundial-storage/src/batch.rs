@@ -260,7 +260,7 @@ mod tests {
             1 => Value::Integer(-(edges[(k / 2) % edges.len()] as i64)),
             2 => Value::UInteger(edges[(k / 3) % edges.len()]),
             3 => Value::Float(f64::from_bits(edges[k % edges.len()])),
-            _ => Value::Boolean(k % 2 == 0),
+            _ => Value::Boolean(k.is_multiple_of(2)),
         };
         let mut row = [0u8; ROW_STAGING_BYTES];
         let mut staged = 0;
