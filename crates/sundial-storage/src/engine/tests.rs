@@ -388,6 +388,26 @@ fn series_keys_find_series_across_writes_and_never_a_dropped_table() {
     assert_eq!(read_all(&e, "db"), vec![a(6, 7), b(6, 6)]);
 }
 
+/// A request's rows of a series new to it, its key written again at another address (equal text: the
+/// prelookup cannot tie them), land in one series; every key the request resolved is in the cache of
+/// series keys afterwards, for the next request.
+#[test]
+fn a_new_series_key_repeated_in_one_write_names_one_series_and_is_cached_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    let (x1, x2, y) = (String::from("cpu,host=x"), String::from("cpu,host=x"), String::from("cpu,host=y"));
+    assert_ne!(x1.as_ptr(), x2.as_ptr());
+    e.write("db", &[keyed(&x1, "x", 1, 1), keyed(&y, "y", 1, 2), keyed(&x2, "x", 2, 3), keyed(&y, "y", 2, 4)]).unwrap();
+    assert_eq!(e.catalog().db("db").unwrap().table("cpu").unwrap().series_count(), 2);
+    let row = |h: &str, ts, v| (h.to_string(), ts, Some(v));
+    assert_eq!(read_all(&e, "db"), vec![row("x", 1, 1), row("x", 2, 3), row("y", 1, 2), row("y", 2, 4)]);
+    let db = e.catalog().db("db").unwrap().id;
+    let k = e.inner.series_keys.read();
+    let cached: Vec<_> = ["cpu,host=x", "cpu,host=y"].iter().map(|key| k.get(k.hash(db, key), db, key)).collect();
+    assert_eq!(cached, [Some((0, 0)), Some((0, 1))]);
+}
+
 /// `Inner::prelookup` gives a row whose key is an earlier row's very text (same address and length, as
 /// the line-protocol parser hands out a repeated key) that row's series without looking it up again; a
 /// key at the same address but of another length (a prefix: another series) is looked up as usual.
