@@ -27,8 +27,12 @@ const ZSTD_MIN_BYTES: usize = 64;
 /// to the input.
 const ZSTD_RATIO_MAX: usize = 1 << 16;
 
-/// [`dictionary`] gives up early if more than 7/8 of this many first values are distinct.
+/// [`dictionary`] gives up early if more than [`DICT_PREFIX_DISTINCT_MAX`] of this many first values are
+/// distinct.
 const DICT_PREFIX_ROWS: usize = 1024;
+
+/// 7/8 of [`DICT_PREFIX_ROWS`].
+const DICT_PREFIX_DISTINCT_MAX: usize = DICT_PREFIX_ROWS * 7 / 8;
 
 const BLOB_RAW: u8 = 0x00;
 const BLOB_ZSTD: u8 = 0x01;
@@ -69,7 +73,6 @@ fn dictionary<'a>(vals: &[&'a str]) -> Option<(Vec<&'a str>, Vec<u32>)> {
     let max_distinct = vals.len() / 2;
     // Values nearly all distinct over the first rows mark a high-cardinality column (a host name per
     // series in `catalog.log`'s batches): give up there rather than hash half of the rows first.
-    let (prefix, prefix_distinct_max) = (DICT_PREFIX_ROWS, DICT_PREFIX_ROWS * 7 / 8);
     // foldhash, not SipHash: the catalog log's series batches put every new series' tags through here
     // (ten columns of 10 M values at TSBS's 10 M hosts), and SipHash was a visible part of the flush.
     // Sized for a few distinct values; a high-cardinality column grows it until it gives up at half the
@@ -87,7 +90,7 @@ fn dictionary<'a>(vals: &[&'a str]) -> Option<(Vec<&'a str>, Vec<u32>)> {
             return None;
         }
         idx.push(id);
-        if idx.len() == prefix && dict.len() > prefix_distinct_max {
+        if idx.len() == DICT_PREFIX_ROWS && dict.len() > DICT_PREFIX_DISTINCT_MAX {
             return None;
         }
     }
@@ -250,7 +253,7 @@ mod tests {
         vals.extend(std::iter::repeat_n("x", 4000));
         assert_eq!(round_trip(&vals)[0], Codec::StrPlain as u8);
         // 7/8 of the prefix distinct ("x" is one more), no more: looked at whole, and a dictionary pays.
-        let mut vals: Vec<&str> = names[..DICT_PREFIX_ROWS * 7 / 8 - 1].iter().map(String::as_str).collect();
+        let mut vals: Vec<&str> = names[..DICT_PREFIX_DISTINCT_MAX - 1].iter().map(String::as_str).collect();
         vals.extend(std::iter::repeat_n("x", 4000));
         assert_eq!(round_trip(&vals)[0], Codec::StrDict as u8);
     }
