@@ -395,8 +395,12 @@ impl PackBuilder {
             // A table's series mostly have the same columns in the same order: the pack's column at the
             // series' position is usually the one, found without a search per value (a pack of a million
             // one-row series asked ten million times).
-            let in_place = self.cols.get(k).is_some_and(|(i, _)| i == id);
-            let at = match if in_place { Some(k) } else { self.cols.iter().position(|(i, _)| i == id) } {
+            let found = if self.cols.get(k).is_some_and(|(i, _)| i == id) {
+                Some(k)
+            } else {
+                self.cols.iter().position(|(i, _)| i == id)
+            };
+            let at = match found {
                 Some(at) => at,
                 None => {
                     self.cols.push((*id, Column::nulls(c.field_type(), off)));
@@ -2902,12 +2906,14 @@ mod tests {
 
     const INT: [(ColId, FieldType); 1] = [(1, FieldType::Integer)];
 
+    /// The identity of the many-series files below: one partition wide enough for every timestamp.
+    const WIDE: SegmentId = SegmentId { db: 1, table: 2, partition_start: 0, partition_ns: 1 << 40, generation: 5, gen_min: 5, tombstones_applied: 0 };
+
     /// A segment whose series straddle group boundaries: series k has `k % 5 + 1` blocks of 1 to 3
     /// rows, series 7 has 150 one-row blocks (three groups), and series 9999 a full-size series
     /// (BLOCK_ROWS_MAX + 5 rows, two blocks). Returns the path and the blocks as written.
     fn many_series_segment(dir: &Path, version: u32) -> (PathBuf, Vec<BlockMeta>) {
-        let id = SegmentId { db: 1, table: 2, partition_start: 0, partition_ns: 1 << 40, generation: 5, gen_min: 5, tombstones_applied: 0 };
-        let mut w = SegmentWriter::create_version(&dir.join(format!("many-v{version}.seg")), id, version).unwrap();
+        let mut w = SegmentWriter::create_version(&dir.join(format!("many-v{version}.seg")), WIDE, version).unwrap();
         let series_rows = |series: SeriesId, n: usize, step: i64| {
             let mut c = Column::new(FieldType::Integer);
             for i in 0..n {
@@ -2965,8 +2971,7 @@ mod tests {
     #[test]
     fn packs_with_carried_delta_choices_read_back_as_written() {
         let dir = tempfile::tempdir().unwrap();
-        let id = SegmentId { db: 1, table: 2, partition_start: 0, partition_ns: 1 << 40, generation: 5, gen_min: 5, tombstones_applied: 0 };
-        let mut w = SegmentWriter::create(&dir.path().join("hinted.seg"), id).unwrap().with_delta_hints();
+        let mut w = SegmentWriter::create(&dir.path().join("hinted.seg"), WIDE).unwrap().with_delta_hints();
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut written = Vec::new();
         // 40 packs of 1,024 three-row series, then 9,040 one-row series (9 packs).
@@ -2999,8 +3004,7 @@ mod tests {
     #[test]
     fn packed_series_with_columns_in_any_order_read_back_under_their_ids() {
         let dir = tempfile::tempdir().unwrap();
-        let id = SegmentId { db: 1, table: 2, partition_start: 0, partition_ns: 1 << 40, generation: 5, gen_min: 5, tombstones_applied: 0 };
-        let mut w = SegmentWriter::create(&dir.path().join("shapes.seg"), id).unwrap();
+        let mut w = SegmentWriter::create(&dir.path().join("shapes.seg"), WIDE).unwrap();
         let int = |vals: &[Option<i64>]| {
             let mut c = Column::new(FieldType::Integer);
             for v in vals {
