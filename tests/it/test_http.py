@@ -130,6 +130,33 @@ def test_repeated_series_keys_keep_their_tags_among_rejected_lines(server):
     ], rows
 
 
+def test_series_written_before_keep_their_tags_through_new_fields_conflicts_and_drops(server):
+    # The server leaves out the tags of lines whose series key the engine knows from earlier requests.
+    # A line that needs them after all (a new field, a type conflict, its measurement dropped since) has
+    # its request parsed again with every line's tags: no row is lost, misplaced or reported twice.
+    create_db(server)
+    assert server.write("db", "m,h=a,dc=x v=1i 1\nm,h=b,dc=x v=2i 1").status_code == 204
+    assert server.write("db", "m,h=a,dc=x v=3i 2\nm,h=b,dc=x v=4i,w=5i 2\nm,h=c,dc=x v=6i 2").status_code == 204
+    r = server.write("db", "m,h=a,dc=x v=7i 3\nm,h=b,dc=x v=8.5 3\nm,h=b,dc=x v=9i 4")
+    assert r.status_code == 400, r.text
+    j = r.json()
+    assert (j["line"], j["written"], j["rejected"]) == (2, 2, 1) and "field type conflict" in j["error"], j
+    q = "SELECT h, dc, count(v) AS n, sum(v) AS s, max(w) AS w FROM m GROUP BY h, dc ORDER BY h"
+    assert server.rows(q, "db") == [
+        {"h": "a", "dc": "x", "n": 3, "s": 11},  # w null: left out
+        {"h": "b", "dc": "x", "n": 3, "s": 15, "w": 5},
+        {"h": "c", "dc": "x", "n": 1, "s": 6},
+    ]
+    r = requests.post(server.url + "/query", params={"db": "db", "q": "DROP MEASUREMENT m"}, timeout=60)
+    assert r.status_code == 200 and "error" not in r.text, r.text
+    assert server.write("db", "m,h=b,dc=x v=10i 5\nm,h=a,dc=x v=11i 5").status_code == 204
+    # A new table, without the dropped one's column w.
+    assert server.rows("SELECT h, dc, count(v) AS n, sum(v) AS s FROM m GROUP BY h, dc ORDER BY h", "db") == [
+        {"h": "a", "dc": "x", "n": 1, "s": 11},
+        {"h": "b", "dc": "x", "n": 1, "s": 10},
+    ]
+
+
 def test_lines_the_parser_accepts_but_influxdb_refuses_are_reported_in_line_order(server):
     # A tag named `time`, a line whose only field is `time`, a timestamp out of range at the precision:
     # each refused with its line number, among parse errors and valid lines, which are kept.

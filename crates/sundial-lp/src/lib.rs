@@ -190,7 +190,62 @@ pub fn check_round_trip(body: &[u8]) -> Result<(), String> {
         return Err(format!("{items} items with the fast paths, {} without", general.len()));
     }
     check_into(body, false)?;
-    check_into(body, true)
+    check_into(body, true)?;
+    check_elided(body, false)?;
+    check_elided(body, true)
+}
+
+/// With [`Lines::elide_known_tags`] told every series key a line of the body parsed with, each line is
+/// what plain [`Lines::next_into`] gives, except that a line whose key has no backslash (the keys the
+/// callback is asked) has no tags and the callback's answer; `share` adds
+/// [`Lines::share_repeated_keys`].
+fn check_elided(body: &[u8], share: bool) -> Result<(), String> {
+    let (mut tags, mut fields) = (Vec::new(), Vec::new());
+    let mut plain = Vec::new();
+    let mut lines = parse_lines(body);
+    while let Some(item) = lines.next_into(&mut tags, &mut fields) {
+        plain.push(item.map(|h| {
+            let f = fields[h.fields.clone()].to_vec();
+            (h, f)
+        }));
+    }
+    let known: Vec<&str> = plain.iter().filter_map(|p| p.as_ref().ok()).map(|(h, _)| h.series_key).collect();
+    let answer = |key: &str| known.iter().position(|k| *k == key).and_then(|i| u32::try_from(i).ok());
+    let (mut got_tags, mut got_fields) = (Vec::new(), Vec::new());
+    let mut elided = parse_lines(body).elide_known_tags(&answer);
+    if share {
+        elided = elided.share_repeated_keys(4);
+    }
+    for want in &plain {
+        let got = elided
+            .next_into(&mut got_tags, &mut got_fields)
+            .ok_or_else(|| "eliding tags ended early".to_string())?;
+        match (want, got) {
+            (Ok((w, w_fields)), Ok(g)) => {
+                let asked = !w.series_key.contains('\\');
+                let tags_ok = if asked {
+                    g.elided == answer(w.series_key) && g.tags.is_empty()
+                } else {
+                    g.elided.is_none() && got_tags[g.tags.clone()] == tags[w.tags.clone()]
+                };
+                let same = tags_ok
+                    && g.series_key == w.series_key
+                    && g.measurement == w.measurement
+                    && got_fields[g.fields.clone()] == w_fields[..]
+                    && g.timestamp == w.timestamp
+                    && g.line_number == w.line_number;
+                if !same {
+                    return Err(format!("eliding tags (share {share}): {g:?} where next_into gave {w:?}"));
+                }
+            }
+            (Err(a), Err(b)) if *a == b => {}
+            (want, got) => return Err(format!("eliding tags (share {share}): {got:?} where next_into gave {want:?}")),
+        }
+    }
+    match elided.next_into(&mut got_tags, &mut got_fields) {
+        None => Ok(()),
+        Some(extra) => Err(format!("eliding tags gave {extra:?} after next_into ended")),
+    }
 }
 
 /// [`Lines::next_into`] gives what the iterator gives, and a series key that parses back to the line's

@@ -39,6 +39,9 @@ pub struct LineHead<'a> {
     pub timestamp: Option<i64>,
     /// 1-based number of the line in the body where this line starts.
     pub line_number: usize,
+    /// Set when the line's tags were left out ([`Lines::elide_known_tags`]): what the caller's callback
+    /// answered for its series key. `tags` is then empty.
+    pub elided: Option<u32>,
 }
 
 // Byte classes: a scan stops at the first byte whose class shares a bit with the scan's mask.
@@ -97,6 +100,7 @@ pub fn parse_lines(body: &[u8]) -> Lines<'_> {
         line_bytes_max: LINE_BYTES_MAX,
         scratch: Scratch::default(),
         shared: None,
+        elide: None,
         fast: true,
     }
 }
@@ -118,6 +122,8 @@ pub struct Lines<'a> {
     scratch: Scratch<'a>,
     /// Series keys parsed so far, when [`Lines::share_repeated_keys`] asked for it.
     shared: Option<SharedKeys<'a>>,
+    /// Tells which series keys' tags to leave out ([`Lines::elide_known_tags`]).
+    elide: Option<&'a dyn Fn(&'a str) -> Option<u32>>,
     /// The fast paths for common shapes are taken ([`Parser::fast`]); off only to check them against
     /// the general paths ([`Lines::without_fast_paths`]).
     fast: bool,
@@ -183,12 +189,13 @@ impl ShareAdvisor {
 }
 
 /// A key's parse: its text (in the line that first had it), its measurement, and where its tags are in
-/// the caller's vector.
+/// the caller's vector (or, `elided`, that they were left out: [`Lines::elide_known_tags`]).
 #[derive(Clone)]
 struct SharedKey<'a> {
     key: &'a str,
     measurement: Cow<'a, str>,
     tags: Range<usize>,
+    elided: Option<u32>,
 }
 
 impl<'a> SharedKeys<'a> {
@@ -254,6 +261,21 @@ impl<'a> Lines<'a> {
         self
     }
 
+    /// Leaves out the tags of a line whose series key `known` answers for (`Some`): nothing is appended
+    /// to the tags vector for it, its [`LineHead::tags`] is empty, and [`LineHead::elided`] holds the
+    /// answer. The measurement is still parsed, and the fields and time in full.
+    ///
+    /// For a caller that finds series by their key text and needs the tags only for keys it has not
+    /// seen (the server asks the storage engine's cache of series keys): splitting and checking ten
+    /// tags was half of parsing a TSBS line. `known` must answer `Some` only for a key text that parsed
+    /// without error before (in any body): the text is then not checked again. It is asked only of keys
+    /// without escapes, each once per body when sharing ([`Lines::share_repeated_keys`]). Only for
+    /// [`Lines::next_into`]; the iterator never leaves tags out.
+    pub fn elide_known_tags(mut self, known: &'a dyn Fn(&'a str) -> Option<u32>) -> Self {
+        self.elide = Some(known);
+        self
+    }
+
     /// Parses every line through the general paths only: no field name taken from the previous line,
     /// no number or timestamp parsed in one pass. For [`crate::check_round_trip`], which checks that
     /// both ways give the same lines and errors.
@@ -303,9 +325,23 @@ impl<'a> Lines<'a> {
             fast: self.fast,
         };
         let (tags_len, fields_len) = (tags.len(), fields.len());
-        let key = self.shared.as_ref().and_then(|_| SharedKeys::key_at(self.body, first));
+        let key = if self.shared.is_some() || self.elide.is_some() { SharedKeys::key_at(self.body, first) } else { None };
         let known = key.and_then(|k| self.shared.as_ref()?.keys.get(k));
-        let parsed = match (key, known) {
+        // A key not shared yet, which the caller knows: its text, when it is valid UTF-8 (else the full
+        // parse reports where it is not).
+        let elided = match (key, known, self.elide) {
+            (Some(k), None, Some(elide)) if first + k.len() <= self.text_end() => {
+                let text = &self.text[first - self.text_start..first - self.text_start + k.len()];
+                elide(text).map(|token| SharedKey {
+                    key: text,
+                    measurement: Cow::Borrowed(text.split_once(',').map_or(text, |(m, _)| m)),
+                    tags: tags_len..tags_len,
+                    elided: Some(token),
+                })
+            }
+            _ => None,
+        };
+        let parsed = match (key, known.or(elided.as_ref())) {
             (Some(key), Some(known)) => parser.known_key(first + key.len(), known, &self.scratch.field_names, fields),
             _ => parser.line(first, &mut self.scratch, tags, fields),
         };
@@ -352,6 +388,7 @@ impl<'a> Lines<'a> {
                                 key: line.series_key,
                                 measurement: line.measurement.clone(),
                                 tags: line.tags.clone(),
+                                elided: line.elided,
                             };
                             shared.keys.insert(key, known);
                         }
@@ -405,8 +442,10 @@ impl<'a> Iterator for Lines<'a> {
     type Item = Result<Line<'a>, ParseError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        // Each line has vectors of its own here: an earlier line's tags are not in them.
+        // Each line has vectors of its own here: an earlier line's tags are not in them, and every
+        // line's own tags are.
         self.shared = None;
+        self.elide = None;
         let mut tags = Vec::with_capacity(self.scratch.tags_hint);
         let mut fields = Vec::with_capacity(self.scratch.fields_hint);
         let head = self.next_into(&mut tags, &mut fields)?;
@@ -508,7 +547,11 @@ impl<'a> Parser<'a> {
         names: &[Option<&'a str>],
         fields: &mut Fields<'a>,
     ) -> Parsed<(LineHead<'a>, usize)> {
-        self.fields_and_time(space, known.measurement.clone(), known.key, known.tags.clone(), names, fields)
+        let mut parsed = self.fields_and_time(space, known.measurement.clone(), known.key, known.tags.clone(), names, fields);
+        if let Ok((head, _)) = &mut parsed {
+            head.elided = known.elided;
+        }
+        parsed
     }
 
     /// The rest of a line after its series key (`space` is the space after it). `names` are the
@@ -540,6 +583,7 @@ impl<'a> Parser<'a> {
                 fields: fields_start..fields.len(),
                 timestamp,
                 line_number: 0,
+                elided: None,
             },
             eol,
         ))

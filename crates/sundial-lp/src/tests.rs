@@ -2,6 +2,7 @@
 //! tests (round trip through `write_line`, arbitrary bytes never panic).
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 
 use proptest::prelude::*;
 
@@ -885,6 +886,65 @@ fn repeated_keys_share_their_tags() {
     assert_eq!(tags.len(), 8, "{tags:?}");
     assert_eq!(tags[4..6], [(Cow::Borrowed("host"), Cow::Owned::<str>("a b".into())), (Cow::Borrowed("dc"), Cow::Borrowed("x"))]);
     assert_eq!(check_round_trip(body), Ok(()));
+}
+
+/// With `elide_known_tags`, a line whose series key the callback knows appends no tags and carries the
+/// callback's answer; other lines are parsed in full; a key with an escape is never asked; with
+/// sharing, each key is asked once per body. Measurements, fields, times and errors are as without.
+#[test]
+fn known_keys_leave_their_tags_out() {
+    let body: &[u8] = b"cpu,host=a,dc=x f=1 1\n\
+        cpu,host=b,dc=x f=2 2\n\
+        cpu,host=a,dc=x f=3 3\n\
+        cpu,host=a,dc=x f= 4\n\
+        cpu,host=a\\ b,dc=x f=5 5\n\
+        mem f=6i 6\n";
+    type Got<'a> = Vec<Result<(usize, Cow<'a, str>, Vec<(Cow<'a, str>, FieldValue<'a>)>, Option<i64>), (usize, K)>>;
+    type Heads = Vec<(usize, std::ops::Range<usize>, Option<u32>)>;
+    fn parse<'a>(lines: &mut crate::Lines<'a>) -> (Got<'a>, Heads, usize) {
+        let (mut tags, mut fields) = (Vec::new(), Vec::new());
+        let mut got: Got<'a> = Vec::new();
+        let mut heads = Vec::new();
+        while let Some(item) = lines.next_into(&mut tags, &mut fields) {
+            got.push(
+                item.map(|h| {
+                    heads.push((h.line_number, h.tags.clone(), h.elided));
+                    (h.line_number, h.measurement, fields[h.fields].to_vec(), h.timestamp)
+                })
+                .map_err(|e| (e.line_number, e.kind)),
+            );
+        }
+        (got, heads, tags.len())
+    }
+    let (want, _, _) = parse(&mut parse_lines(body));
+    for share in [false, true] {
+        let asked = RefCell::new(Vec::new());
+        let known = |key: &str| {
+            let mut asked = asked.borrow_mut();
+            asked.push(key.to_owned());
+            (key == "cpu,host=a,dc=x" || key == "mem").then_some(asked.len() as u32 * 10)
+        };
+        let mut lines = parse_lines(body).elide_known_tags(&known);
+        if share {
+            lines = lines.share_repeated_keys(8);
+        }
+        let (got, heads, tags) = parse(&mut lines);
+        assert_eq!(got, want, "share: {share}");
+        let a = "cpu,host=a,dc=x".to_owned();
+        if share {
+            // Line 3 and 4 take line 1's key; line 5's has an escape.
+            assert_eq!(*asked.borrow(), [a, "cpu,host=b,dc=x".to_owned(), "mem".to_owned()]);
+            assert_eq!(heads, [(1, 0..0, Some(10)), (2, 0..2, None), (3, 0..0, Some(10)), (5, 2..4, None), (6, 4..4, Some(30))]);
+        } else {
+            assert_eq!(*asked.borrow(), [a.clone(), "cpu,host=b,dc=x".to_owned(), a.clone(), a, "mem".to_owned()]);
+            assert_eq!(heads, [(1, 0..0, Some(10)), (2, 0..2, None), (3, 2..2, Some(30)), (5, 2..4, None), (6, 4..4, Some(50))]);
+        }
+        assert_eq!(tags, 4, "only lines 2 and 5 append tags");
+    }
+    // The iterator, a line's own vectors each, never leaves tags out.
+    let known = |_: &str| Some(0);
+    let first = parse_lines(body).elide_known_tags(&known).next().unwrap().unwrap();
+    assert_eq!(first.tags.len(), 2);
 }
 
 proptest! {

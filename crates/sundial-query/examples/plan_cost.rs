@@ -16,7 +16,7 @@ async fn main() {
     let engine = Arc::new(Engine::open(EngineConfig::new(dir.path())).expect("open"));
     engine.create_database("db", 0, false).expect("create");
     let points: Vec<WritePoint> = (0..8640i64)
-        .map(|i| WritePoint { line: 1, table: "cpu", key: None, tags: vec![("hostname", "host_1")].into(), fields: vec![("usage_user", Value::Integer(i % 100))].into(), ts: i * 10_000_000_000 })
+        .map(|i| WritePoint { line: 1, table: "cpu", key: None, known: None, tags: vec![("hostname", "host_1")].into(), fields: vec![("usage_user", Value::Integer(i % 100))].into(), ts: i * 10_000_000_000 })
         .collect();
     engine.write("db", &points).expect("write");
     engine.flush().expect("flush");

@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use sundial_lp::{FieldValue, Fields, LineHead, Tags};
-use sundial_storage::engine::{WriteOutcome, WritePoint};
+use sundial_storage::engine::{KnownKey, WriteOutcome, WritePoint};
 use sundial_storage::types::Value;
 
 use crate::AppState;
@@ -105,7 +105,34 @@ pub fn now_ns() -> i64 {
 /// the point's two), 13 % of the server's CPU in allocation during a TSBS load. A line repeating an
 /// earlier line's series key shares its tags there, when [`sundial_lp::ShareAdvisor`] says it pays.
 pub fn write_lines(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i64) -> Response {
+    match write_lines_with(state, db, body, multiplier, true) {
+        Ok(r) => r,
+        // A series key looked up before the write named a table dropped since, or a row brings a new
+        // field: parsed again with every line's tags (rare).
+        Err(Needed) => write_lines_with(state, db, body, multiplier, false).unwrap_or_else(|Needed| {
+            storage_error(&sundial_storage::Error::internal("a write without left-out tags asked for them"))
+        }),
+    }
+}
+
+/// The engine asked for tags [`write_lines_with`] left out ([`sundial_storage::Error::TagsNeeded`]).
+struct Needed;
+
+/// [`write_lines`], leaving out the tags of lines whose series key the engine knows when `elide`
+/// (see [`sundial_lp::Lines::elide_known_tags`]): they are only parsed for series the engine has not
+/// seen, or not since its cache of series keys last started again.
+fn write_lines_with(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i64, elide: bool) -> Result<Response, Needed> {
     let now = now_ns();
+    // Keys the engine knew, in the order the parser asked; a line whose tags were left out holds its
+    // index here ([`LineHead::elided`]).
+    let probe = if elide { state.engine.key_probe(db) } else { None };
+    let known_keys: std::cell::RefCell<Vec<KnownKey>> = std::cell::RefCell::new(Vec::new());
+    let known = |key: &str| -> Option<u32> {
+        let k = probe.as_ref()?.get(key)?;
+        let mut v = known_keys.borrow_mut();
+        v.push(k);
+        u32::try_from(v.len() - 1).ok()
+    };
     // One line per newline, about: sized once.
     let n_lines = memchr::memchr_iter(b'\n', body).count() + 1;
     let mut heads = Vec::with_capacity(n_lines);
@@ -124,6 +151,9 @@ pub fn write_lines(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i64
     let mut lines = sundial_lp::parse_lines(body);
     if share {
         lines = lines.share_repeated_keys(n_lines);
+    }
+    if probe.is_some() {
+        lines = lines.elide_known_tags(&known);
     }
     let mut reserved = false;
     while let Some(r) = lines.next_into(&mut tags, &mut fields) {
@@ -169,12 +199,14 @@ pub fn write_lines(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i64
         state.key_sharing.observe(heads.len() + rejected.len(), lines.shared_lines());
     }
     let tag_refs: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (&**k, &**v)).collect();
+    let known_keys = known_keys.take();
     let points: Vec<WritePoint<'_>> = heads
         .iter()
         .map(|(h, ts, vals)| WritePoint {
             line: h.line_number,
             table: &h.measurement,
             key: Some(h.series_key),
+            known: h.elided.map(|i| known_keys[i as usize]),
             tags: Cow::Borrowed(&tag_refs[h.tags.clone()]),
             fields: Cow::Borrowed(&values[vals.clone()]),
             ts: *ts,
@@ -182,28 +214,29 @@ pub fn write_lines(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i64
         .collect();
     if state.config.auto_create_databases && state.engine.catalog().db(db).is_none() {
         if let Err(e) = state.engine.create_database(db, state.config.default_retention_ns, true) {
-            return storage_error(&e);
+            return Ok(storage_error(&e));
         }
     }
     let outcome = if points.is_empty() {
         if state.engine.catalog().db(db).is_none() {
-            return storage_error(&sundial_storage::Error::DatabaseNotFound { name: db.to_string() });
+            return Ok(storage_error(&sundial_storage::Error::DatabaseNotFound { name: db.to_string() }));
         }
         WriteOutcome::default()
     } else {
         match state.engine.write(db, &points) {
             Ok(o) => o,
-            Err(e) => return storage_error(&e),
+            Err(sundial_storage::Error::TagsNeeded { .. }) if elide => return Err(Needed),
+            Err(e) => return Ok(storage_error(&e)),
         }
     };
     for (line, e) in outcome.rejected {
         rejected.push(Rejection { line, column: None, message: e.to_string() });
     }
     if rejected.is_empty() {
-        return StatusCode::NO_CONTENT.into_response();
+        return Ok(StatusCode::NO_CONTENT.into_response());
     }
     rejected.sort_by_key(|r| r.line);
-    rejection_response(&rejected, outcome.rows_written)
+    Ok(rejection_response(&rejected, outcome.rows_written))
 }
 
 fn rejection_response(rejected: &[Rejection], written: usize) -> Response {

@@ -123,7 +123,7 @@ fn main() {
                     })
                     .collect();
                 let tags: Vec<_> = host_tags[h].iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-                points.push(WritePoint { line: 1, table: "cpu", key: None, tags: tags.into(), fields: fields.into(), ts: T0 + s * TEN_S });
+                points.push(WritePoint { line: 1, table: "cpu", key: None, known: None, tags: tags.into(), fields: fields.into(), ts: T0 + s * TEN_S });
             }
         }
         let out = engine.write("benchmark", &points).expect("write");

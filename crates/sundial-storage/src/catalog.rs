@@ -871,6 +871,13 @@ pub struct RowShape {
     fields: Vec<(ColId, FieldType)>,
 }
 
+impl RowShape {
+    /// The row of `series` (of this shape's table, found by other means) with this shape's fields.
+    pub fn row(&self, series: SeriesId) -> ResolvedRow {
+        ResolvedRow { table: self.table, series, fields: self.fields.clone() }
+    }
+}
+
 /// A series to add, its names resolved by [`Resolver::lookup`].
 #[derive(Debug)]
 pub struct NewSeries<'a> {

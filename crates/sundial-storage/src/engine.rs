@@ -222,11 +222,46 @@ pub struct WritePoint<'a> {
     /// text): the same text must always stand for the same `table` and `tags`. Rows with one are found
     /// in the engine's cache of series keys, from one request to the next (`engine/series_keys.rs`).
     pub key: Option<&'a str>,
+    /// Set when the caller left `tags` out (empty): what [`KeyProbe::get`] answered for `key` just
+    /// before (set only with a `key`). The row is written to that series without its tags being
+    /// looked at. If the engine finds it needs them after all (the table was dropped since, or a
+    /// field has no column of its type yet), the write fails with [`Error::TagsNeeded`] and changes
+    /// nothing: write the rows again with their tags.
+    pub known: Option<KnownKey>,
     /// In any order, each key once.
     pub tags: Cow<'a, [(&'a str, &'a str)]>,
     pub fields: Cow<'a, [(&'a str, Value)]>,
     /// Nanoseconds since the Unix epoch.
     pub ts: i64,
+}
+
+/// What the engine's cache of series keys named for a key text, from [`KeyProbe::get`]: for
+/// [`WritePoint::known`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnownKey {
+    db: DbId,
+    hash: series_keys::KeyHash,
+    table: TableId,
+    series: SeriesId,
+}
+
+/// Looks series keys up in the engine's cache of them, for one database ([`Engine::key_probe`]).
+///
+/// Why: a row whose series the cache knows is written by its key alone, so a line-protocol parser
+/// can skip its tags ([`WritePoint::known`]); splitting and checking a TSBS line's ten tags was half
+/// of its parse. Each lookup takes the cache's lock on its own, so a long parse does not hold it.
+pub struct KeyProbe<'e> {
+    inner: &'e Inner,
+    db: DbId,
+}
+
+impl KeyProbe<'_> {
+    /// What the cache holds for `key` now: the series it named when it was written.
+    pub fn get(&self, key: &str) -> Option<KnownKey> {
+        let keys = self.inner.series_keys.read();
+        let hash = keys.hash(self.db, key);
+        keys.get(hash, self.db, key).map(|(table, series)| KnownKey { db: self.db, hash, table, series })
+    }
 }
 
 /// What happened to a write: rows applied, and the lines rejected with why.
@@ -545,6 +580,12 @@ impl Engine {
         Ok(())
     }
 
+    /// A [`KeyProbe`] of database `db`, or `None` if there is no such database.
+    pub fn key_probe(&self, db: &str) -> Option<KeyProbe<'_>> {
+        let db = self.inner.catalog.read().db(db)?.id;
+        Some(KeyProbe { inner: &self.inner, db })
+    }
+
     /// Writes rows to database `db`. Lines that conflict with the schema are rejected one by one; the
     /// others are applied and durable (under the sync policy) when this returns.
     pub fn write(&self, db: &str, points: &[WritePoint<'_>]) -> Result<WriteOutcome> {
@@ -765,6 +806,32 @@ fn lookup_row<'a>(
     let s = Resolver::shape(d, p.table, &p.tags, field_types)?;
     *shape = s.map(|s| (i, s));
     Ok(shape.as_ref().map_or(Lookup::Missing, |(_, s)| Resolver::lookup_shaped(d, s, &p.tags)))
+}
+
+/// Checks that every row whose tags were left out ([`WritePoint::known`]) can be written without
+/// them: its key looked up in database `db` (`d`), its table still the one named so, each field a
+/// column of its type. Else [`Error::TagsNeeded`], before the write changes anything. Rows with the
+/// table and field names of the row checked before them are not checked again.
+fn check_known(d: &DbCatalog, db: DbId, points: &[WritePoint<'_>]) -> Result<()> {
+    let mut field_types: Vec<(&str, FieldType)> = Vec::new();
+    let mut checked: Option<&WritePoint<'_>> = None;
+    for p in points {
+        let Some(k) = p.known else { continue };
+        if checked.is_some_and(|c| c.known.is_some_and(|ck| ck.db == k.db && ck.table == k.table) && same_fields(&c.fields, &p.fields)) {
+            continue;
+        }
+        field_types.clear();
+        field_types.extend(p.fields.iter().map(|(k, v)| (*k, v.field_type())));
+        let fits = k.db == db
+            && p.key.is_some()
+            && d.table_by_id(k.table).is_some_and(|t| &*t.name == p.table)
+            && matches!(Resolver::shape(d, p.table, &[], &field_types), Ok(Some(s)) if s.table == k.table);
+        if !fits {
+            return Err(Error::TagsNeeded { line: p.line });
+        }
+        checked = Some(p);
+    }
+    Ok(())
 }
 
 /// Whether two rows' fields have the same names and types, in the same order.
@@ -1017,6 +1084,10 @@ impl Inner {
                 RwLockReadGuard::bump(&mut cat);
                 RwLockReadGuard::bump(&mut keys);
             }
+            if let Some(k) = p.known.filter(|k| k.db == db_id) {
+                rows.push((Some(k.hash), Some((k.table, k.series))));
+                continue;
+            }
             if let Some(key) = p.key {
                 let at = key.as_ptr() as usize;
                 if firsts.last().is_none_or(|(last, _)| at > *last) {
@@ -1062,6 +1133,10 @@ impl Inner {
         if let Some(c) = pre {
             assert_eq!(c.rows.len(), points.len(), "a lookup per point");
         }
+        if points.iter().any(|p| p.known.is_some()) {
+            let d = guard.db_by_id(db_id).ok_or_else(|| Error::internal("database vanished under write lock"))?;
+            check_known(d, db_id, points)?;
+        }
         // Keys inserted by this request: a row's cached miss may have been inserted by an earlier row.
         let mut inserted = false;
         // Rows older than the retention would never be returned: refuse them per line, as InfluxDB does.
@@ -1092,18 +1167,21 @@ impl Inner {
                 rejected.push((p.line, Error::BeyondRetention { db: db.to_string(), ts: p.ts, cutoff, retention_ns }));
                 continue;
             }
-            let (key, seen) = match (p.key, pre) {
-                (Some(key), Some(c)) => {
+            let (key, seen) = match (p.key, p.known.map(|k| (k.hash, k.table, k.series)).ok_or(pre)) {
+                // Checked by `check_known` under this lock: its table is live, its fields have columns.
+                (Some(key), Ok((h, table, series))) => (Some((key, h)), Some((table, series))),
+                (Some(key), Err(Some(c))) => {
                     let (h, found) = c.rows[i];
                     let h = h.expect("a keyed point's hash");
                     (Some((key, h)), found.or_else(|| if inserted { keys.read().get(h, db_id, key) } else { None }))
                 }
-                (Some(key), None) => {
+                (Some(key), Err(None)) => {
                     let k = keys.read();
                     let h = k.hash(db_id, key);
                     (Some((key, h)), k.get(h, db_id, key))
                 }
-                (None, c) => (None, c.and_then(|c| c.rows[i].1).or_else(|| known.get(&(p.table, &p.tags[..])).copied())),
+                // `check_known` refused a `known` without a key.
+                (None, _) => (None, pre.and_then(|c| c.rows[i].1).or_else(|| known.get(&(p.table, &p.tags[..])).copied())),
             };
             // A cached key, or a prelookup, names a table that may have been dropped since
             // (`series_keys.rs`); the field set is reused only from a row this request resolved through
@@ -1116,6 +1194,16 @@ impl Inner {
                 }
             }
             let db_cat = guard.db_by_id(db_id).ok_or_else(|| Error::internal("database vanished under write lock"))?;
+            if let (Some(k), Some(_)) = (p.known, p.key) {
+                // Without its tags: the series is the key's, the columns its table's (`check_known`).
+                field_types.clear();
+                field_types.extend(p.fields.iter().map(|(k, v)| (*k, v.field_type())));
+                let s = Resolver::shape(db_cat, p.table, &[], &field_types)?.ok_or_else(|| Error::internal("a checked row's columns vanished"))?;
+                let r = s.row(k.series);
+                batch.push_row(r.table, r.series, p.ts, r.fields.iter().zip(p.fields.iter()).map(|((col, _), (_, v))| (*col, v.clone())));
+                last_fields = Some((r.table, r.fields, i));
+                continue;
+            }
             let found = lookup_row(db_cat, points, i, &mut field_types, &mut shape);
             let resolved = match found {
                 Ok(Lookup::Found(r)) => Ok(r),

@@ -43,6 +43,13 @@ pub enum Error {
     #[error("limit exceeded: {what} ({actual} > {limit}); {fix}")]
     LimitExceeded { what: &'static str, actual: u64, limit: u64, fix: &'static str },
 
+    /// A row whose tags the caller left out (`WritePoint::known`) cannot be written without them:
+    /// nothing of the write was applied. Not the client's error: the caller writes again with tags.
+    #[error(
+        "line {line}: its series key named a table that was dropped since, or it has a field without a column of its type yet; write the rows again with their tags"
+    )]
+    TagsNeeded { line: usize },
+
     #[error("write refused: {reason}; retry later")]
     Overloaded { reason: String },
 

@@ -106,6 +106,7 @@
 //!     line: 1,
 //!     table: "cpu",
 //!     key: None,
+//!     known: None,
 //!     tags: vec![("host", host)].into(),
 //!     fields: vec![("usage", Value::Float(v))].into(),
 //!     ts,
@@ -148,7 +149,7 @@ pub mod tombstone;
 pub mod types;
 pub mod wal;
 
-pub use engine::{Clock, CompactionReport, CompactionStatus, Engine, EngineConfig};
+pub use engine::{Clock, CompactionReport, CompactionStatus, Engine, EngineConfig, KeyProbe, KnownKey};
 
 /// The hash maps of the write path (catalog names, tag values, memtables). foldhash is several times
 /// faster than std's SipHash on short keys, and its per-process random seed keeps tag values sent by a

@@ -156,6 +156,7 @@ impl Target {
                 line: i + 1,
                 table: &self.table,
                 key: None,
+                known: None,
                 tags: tags.into(),
                 fields: fields.into(),
                 ts: r.ts.unwrap_or(now_ns),

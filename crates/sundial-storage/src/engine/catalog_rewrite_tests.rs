@@ -13,7 +13,7 @@ fn config(dir: &Path) -> EngineConfig {
 }
 
 fn point<'a>(table: &'a str, host: &'a str, ts: i64, v: i64) -> WritePoint<'a> {
-    WritePoint { line: 1, table, key: None, tags: vec![("host", host)].into(), fields: vec![("v", Value::Integer(v))].into(), ts }
+    WritePoint { line: 1, table, key: None, known: None, tags: vec![("host", host)].into(), fields: vec![("v", Value::Integer(v))].into(), ts }
 }
 
 fn write(e: &Engine, db: &str, table: &str, hosts: &[&str], ts: std::ops::Range<i64>) {
@@ -317,7 +317,7 @@ fn write_many_series(e: &Engine, table: &str, n: usize) {
             let mut t = vec![("hostname", host.as_str())];
             t.extend(rack.as_deref().map(|r| ("rack", r)));
             t.extend(os.map(|o| ("os", o)));
-            WritePoint { line: 1, table, key: None, tags: t.into(), fields: vec![("v", Value::Integer(i as i64))].into(), ts: 1 }
+            WritePoint { line: 1, table, key: None, known: None, tags: t.into(), fields: vec![("v", Value::Integer(i as i64))].into(), ts: 1 }
         })
         .collect();
     let out = e.write("db", &points).unwrap();
@@ -336,7 +336,7 @@ fn new_series_are_logged_in_batches_and_come_back_with_the_same_ids_and_tags() {
     e.create_database("db", 0, false).unwrap();
     write_many_series(&e, "cpu", 5000);
     // A measurement without tags: one series with no tag at all.
-    e.write("db", &[WritePoint { line: 1, table: "bare", key: None, tags: vec![].into(), fields: vec![("v", Value::Integer(1))].into(), ts: 1 }]).unwrap();
+    e.write("db", &[WritePoint { line: 1, table: "bare", key: None, known: None, tags: vec![].into(), fields: vec![("v", Value::Integer(1))].into(), ts: 1 }]).unwrap();
     e.flush().unwrap();
     let live = live_entries(&e);
     let (entries, bytes) = e.catalog_log_size();

@@ -15,7 +15,7 @@ fn config(dir: &Path) -> EngineConfig {
 }
 
 fn point<'a>(host: &'a str, ts: i64, v: i64) -> WritePoint<'a> {
-    WritePoint { line: 1, table: "cpu", key: None, tags: vec![("host", host)].into(), fields: vec![("v", Value::Integer(v))].into(), ts }
+    WritePoint { line: 1, table: "cpu", key: None, known: None, tags: vec![("host", host)].into(), fields: vec![("v", Value::Integer(v))].into(), ts }
 }
 
 /// (host, ts, v) of every row of `cpu`, sorted.

@@ -101,7 +101,7 @@ impl Harness {
         }
         let wp: Vec<WritePoint<'_>> = points
             .iter()
-            .map(|(h, ts, f)| WritePoint { line: 1, table: "cpu", key: None, tags: vec![("host", *h)].into(), fields: f.clone().into(), ts: *ts })
+            .map(|(h, ts, f)| WritePoint { line: 1, table: "cpu", key: None, known: None, tags: vec![("host", *h)].into(), fields: f.clone().into(), ts: *ts })
             .collect();
         let out = self.e().write("db", &wp).unwrap();
         let old = points.iter().filter(|p| p.1 < self.model.cutoff).count();

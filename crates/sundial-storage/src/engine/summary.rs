@@ -213,7 +213,7 @@ mod tests {
                         if i % 4 == 0 {
                             fields.push(("f", Value::Float(i as f64 * 0.5)));
                         }
-                        WritePoint { line: 1, table: "cpu", key: None, tags: vec![("host", h)].into(), fields: fields.into(), ts: i }
+                        WritePoint { line: 1, table: "cpu", key: None, known: None, tags: vec![("host", h)].into(), fields: fields.into(), ts: i }
                     })
                 })
                 .collect();

@@ -384,7 +384,7 @@ mod tests {
                     if i % 3 == 0 {
                         fields.push(("f", Value::Float(i as f64 / 2.0)));
                     }
-                    points.push(WritePoint { line: 1, table: "cpu", key: None, tags: vec![("host", *host)].into(), fields: fields.into(), ts });
+                    points.push(WritePoint { line: 1, table: "cpu", key: None, known: None, tags: vec![("host", *host)].into(), fields: fields.into(), ts });
                 }
             }
             e.write("db", &points).unwrap();
@@ -470,6 +470,7 @@ mod tests {
             line: 1,
             table: "cpu",
             key: None,
+            known: None,
             tags: vec![("host", "a")].into(),
             fields: fields.into(),
             ts,
@@ -508,7 +509,7 @@ mod tests {
         let e = Engine::open(EngineConfig::new(dir.path())).unwrap();
         e.create_database("db", 0, false).unwrap();
         for (ts, flush) in [(50, true), (100, true), (20, true), (75, false)] {
-            let p = WritePoint { line: 1, table: "cpu", key: None, tags: vec![("host", "a")].into(), fields: vec![("v", Value::Integer(ts))].into(), ts };
+            let p = WritePoint { line: 1, table: "cpu", key: None, known: None, tags: vec![("host", "a")].into(), fields: vec![("v", Value::Integer(ts))].into(), ts };
             e.write("db", &[p]).unwrap();
             if flush {
                 e.flush().unwrap();

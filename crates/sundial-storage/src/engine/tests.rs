@@ -6,7 +6,7 @@ fn config(dir: &Path) -> EngineConfig {
 }
 
 fn point<'a>(table: &'a str, host: &'a str, ts: i64, v: i64) -> WritePoint<'a> {
-    WritePoint { line: 1, table, key: None, tags: vec![("host", host)].into(), fields: vec![("v", Value::Integer(v))].into(), ts }
+    WritePoint { line: 1, table, key: None, known: None, tags: vec![("host", host)].into(), fields: vec![("v", Value::Integer(v))].into(), ts }
 }
 
 /// A row of table `cpu` with its series key text, as line protocol gives it.
@@ -74,7 +74,7 @@ fn conflicting_lines_are_rejected_alone() {
     let dir = tempfile::tempdir().unwrap();
     let e = Engine::open(config(dir.path())).unwrap();
     e.create_database("db", 0, false).unwrap();
-    let bad = WritePoint { line: 2, table: "cpu", key: None, tags: vec![("host", "a")].into(), fields: vec![("v", Value::Float(1.5))].into(), ts: 5 };
+    let bad = WritePoint { line: 2, table: "cpu", key: None, known: None, tags: vec![("host", "a")].into(), fields: vec![("v", Value::Float(1.5))].into(), ts: 5 };
     let out = e.write("db", &[point("cpu", "a", 1, 1), bad, point("cpu", "a", 9, 9)]).unwrap();
     assert_eq!(out.rows_written, 2);
     assert_eq!(out.rejected.len(), 1);
@@ -92,6 +92,7 @@ fn rows_sharing_names_in_a_request_resolve_like_rows_written_alone() {
         line,
         table: "cpu",
         key: None,
+        known: None,
         tags: tags.into(),
         fields: fields.into(),
         ts,
@@ -451,6 +452,7 @@ fn prelooked_series_of_a_table_dropped_since_are_not_used() {
         line: 1,
         table: "cpu",
         key,
+        known: None,
         tags: vec![("host", host)].into(),
         fields: vec![("v", Value::Integer(v))].into(),
         ts,
@@ -475,6 +477,80 @@ fn prelooked_series_of_a_table_dropped_since_are_not_used() {
     let rows: Vec<_> = batch.rows.iter().map(|r| (r.table, r.series, r.ts)).collect();
     // c is series 0 of the new table; a and b are made by this resolve, in row order.
     assert_eq!(rows, [(new, 1, 2), (new, 2, 2), (new, 0, 2), (new, 1, 3)]);
+}
+
+/// A row whose tags are left out ([`WritePoint::known`], from [`KeyProbe::get`]) goes to the series
+/// its key named, survives a restart (the WAL holds ids, not tags) and reads back under that series'
+/// tags; the probe knows only keys written with their database, and only once written.
+#[test]
+fn rows_without_tags_go_to_the_series_their_key_named() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = Engine::open(config(dir.path())).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        e.create_database("other", 0, false).unwrap();
+        let probe = e.key_probe("db").unwrap();
+        assert_eq!(probe.get("cpu,host=a"), None, "not written yet");
+        e.write("db", &[keyed("cpu,host=a", "a", 1, 1), keyed("cpu,host=b", "b", 1, 2)]).unwrap();
+        assert!(e.key_probe("other").unwrap().get("cpu,host=a").is_none(), "another database's keys");
+        assert!(e.key_probe("nope").is_none());
+        let (ka, kb) = (probe.get("cpu,host=a").unwrap(), probe.get("cpu,host=b").unwrap());
+        assert_ne!(ka, kb);
+        let bare = |key, known, ts, v| WritePoint { known: Some(known), tags: vec![].into(), ..keyed(key, "", ts, v) };
+        let out = e.write("db", &[bare("cpu,host=b", kb, 2, 20), bare("cpu,host=a", ka, 2, 10), keyed("cpu,host=c", "c", 2, 30)]).unwrap();
+        assert_eq!((out.rows_written, out.rejected.len()), (3, 0));
+        assert_eq!(e.catalog().db("db").unwrap().table("cpu").unwrap().series_count(), 3, "no series without tags");
+    }
+    let e = Engine::open(config(dir.path())).unwrap();
+    let want: Vec<(String, i64, Option<i64>)> =
+        vec![("a".into(), 1, Some(1)), ("a".into(), 2, Some(10)), ("b".into(), 1, Some(2)), ("b".into(), 2, Some(20)), ("c".into(), 2, Some(30))];
+    assert_eq!(read_all(&e, "db"), want, "after WAL replay");
+}
+
+/// A row without its tags that would need them (its table dropped since the probe, a field with no
+/// column yet, or of another type) fails the whole write with [`Error::TagsNeeded`] naming its line,
+/// before anything is applied or created; the same rows with their tags are then written as usual.
+#[test]
+fn rows_without_tags_that_need_them_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    e.write("db", &[keyed("cpu,host=a", "a", 1, 1)]).unwrap();
+    let known = e.key_probe("db").unwrap().get("cpu,host=a").unwrap();
+    let bare = |line, fields: Vec<(&'static str, Value)>| WritePoint {
+        line,
+        known: Some(known),
+        tags: vec![].into(),
+        fields: fields.into(),
+        ..keyed("cpu,host=a", "a", 5, 0)
+    };
+    let first = keyed("cpu,host=z", "z", 5, 9);
+    for (fields, why) in [
+        (vec![("v", Value::Integer(2)), ("w", Value::Integer(3))], "a new field"),
+        (vec![("v", Value::Float(2.5))], "a field of another type"),
+    ] {
+        let err = e.write("db", &[first.clone(), bare(7, vec![("v", Value::Integer(2))]), bare(8, fields)]).unwrap_err();
+        assert!(matches!(err, Error::TagsNeeded { line: 8 }), "{why}: {err}");
+        assert!(!err.is_user_error());
+        let made = {
+            let cat = e.catalog();
+            let t = cat.db("db").unwrap().table("cpu").unwrap();
+            (t.series_count(), t.column("w").is_some())
+        };
+        assert_eq!(made, (1, false), "{why}: nothing created");
+        assert_eq!(read_all(&e, "db"), [("a".to_string(), 1, Some(1))], "{why}: nothing written");
+    }
+    // With its tags: the new column is made; the float is refused alone, as ever.
+    let tagged = |fields: Vec<(&'static str, Value)>| WritePoint { fields: fields.into(), ..keyed("cpu,host=a", "a", 5, 0) };
+    let out = e.write("db", &[first, tagged(vec![("v", Value::Integer(2)), ("w", Value::Integer(3))]), tagged(vec![("v", Value::Float(2.5))])]).unwrap();
+    assert_eq!((out.rows_written, out.rejected.len()), (2, 1));
+
+    e.drop_table("db", "cpu").unwrap();
+    let err = e.write("db", &[bare(3, vec![("v", Value::Integer(4))])]).unwrap_err();
+    assert!(matches!(err, Error::TagsNeeded { line: 3 }), "{err}");
+    assert!(e.catalog().db("db").unwrap().table("cpu").is_none(), "the dropped table is not made again without tags");
+    e.write("db", &[keyed("cpu,host=a", "a", 3, 4)]).unwrap();
+    assert_eq!(read_all(&e, "db"), [("a".to_string(), 3, Some(4))]);
 }
 
 /// `scan_blocks_where` with an [`HourFilter`]: a block is read only in the hours whose statistics may

@@ -1980,7 +1980,7 @@ mod tests {
                     if fields.is_empty() || rng.below(10) < 5 {
                         fields.push(("n", Value::Integer(rng.below(100) as i64)));
                     }
-                    points.push(WritePoint { line: 1, table: "m", key: None, tags: tags.into(), fields: fields.into(), ts: T0 + step * 10 * SEC });
+                    points.push(WritePoint { line: 1, table: "m", key: None, known: None, tags: tags.into(), fields: fields.into(), ts: T0 + step * 10 * SEC });
                 }
             }
             engine.write("db", &points).unwrap();
@@ -2002,13 +2002,13 @@ mod tests {
             let a = if low { own.below(40) as f64 / 8.0 - 4.0 } else { own.below(64) as f64 / 8.0 - 4.0 };
             let n = if low { own.below(50) as i64 } else { own.below(100) as i64 };
             let fields = vec![("a", Value::Float(a)), ("n", Value::Integer(n))];
-            points.push(WritePoint { line: 1, table: "m", key: None, tags: vec![("host", "hz")].into(), fields: fields.into(), ts: T0 + step * 10 * SEC });
+            points.push(WritePoint { line: 1, table: "m", key: None, known: None, tags: vec![("host", "hz")].into(), fields: fields.into(), ts: T0 + step * 10 * SEC });
         }
         engine.write("db", &points).unwrap();
         engine.flush().unwrap();
         write(rng, &hosts[1..2], &|_| 50..60); // the memtable over a flushed block
         // The earliest row of all has neither `a` nor `b`: reads of their first buckets must not stop there.
-        let early = WritePoint { line: 1, table: "m", key: None, tags: vec![("host", "h9")].into(), fields: vec![("n", Value::Integer(1))].into(), ts: T0 - 3600 * SEC };
+        let early = WritePoint { line: 1, table: "m", key: None, known: None, tags: vec![("host", "h9")].into(), fields: vec![("n", Value::Integer(1))].into(), ts: T0 - 3600 * SEC };
         engine.write("db", &[early]).unwrap();
     }
 
