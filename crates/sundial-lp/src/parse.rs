@@ -155,6 +155,9 @@ struct SharedKeys<'a> {
 /// up and keeping it made the parse 15 % slower. After [`ShareAdvisor::POOR_BODIES`] bodies in a row in
 /// which fewer than one line in [`ShareAdvisor::HIT_RATIO_MIN`] took an earlier one's tags, only one
 /// body in [`ShareAdvisor::RETRY_EVERY`] shares, to notice when keys repeat again.
+///
+/// The same rule decides whether to ask for known keys ([`Lines::elide_known_tags`]): a caller keeps
+/// one advisor for each, and counts the lines whose tags were left out as "shared".
 #[derive(Debug, Default)]
 pub struct ShareAdvisor {
     poor_bodies: std::sync::atomic::AtomicU32,

@@ -125,7 +125,7 @@ fn write_lines_with(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i6
     let now = now_ns();
     // Keys the engine knew, in the order the parser asked; a line whose tags were left out holds its
     // index here ([`LineHead::elided`]).
-    let probe = if elide { state.engine.key_probe(db) } else { None };
+    let probe = if elide && state.key_eliding.advise() { state.engine.key_probe(db) } else { None };
     let known_keys: std::cell::RefCell<Vec<KnownKey>> = std::cell::RefCell::new(Vec::new());
     let known = |key: &str| -> Option<u32> {
         let k = probe.as_ref()?.get(key)?;
@@ -197,6 +197,10 @@ fn write_lines_with(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i6
     }
     if share {
         state.key_sharing.observe(heads.len() + rejected.len(), lines.shared_lines());
+    }
+    if probe.is_some() {
+        let elided = heads.iter().filter(|(h, _, _)| h.elided.is_some()).count();
+        state.key_eliding.observe(heads.len() + rejected.len(), elided);
     }
     let tag_refs: Vec<(&str, &str)> = tags.iter().map(|(k, v)| (&**k, &**v)).collect();
     let known_keys = known_keys.take();
