@@ -797,8 +797,7 @@ fn lookup_row<'a>(
     shape: &mut Option<(usize, RowShape)>,
 ) -> Result<Lookup<'a>> {
     let p = &points[i];
-    field_types.clear();
-    field_types.extend(p.fields.iter().map(|(k, v)| (*k, v.field_type())));
+    field_types_of(p, field_types);
     if let Some((j, s)) = shape.as_ref().filter(|(j, _)| same_names(&points[*j], p)) {
         debug_assert!(*j < i);
         return Ok(Resolver::lookup_shaped(d, s, &p.tags));
@@ -806,6 +805,12 @@ fn lookup_row<'a>(
     let s = Resolver::shape(d, p.table, &p.tags, field_types)?;
     *shape = s.map(|s| (i, s));
     Ok(shape.as_ref().map_or(Lookup::Missing, |(_, s)| Resolver::lookup_shaped(d, s, &p.tags)))
+}
+
+/// `p`'s field names and types, in its order, into `out` (cleared first).
+fn field_types_of<'a>(p: &WritePoint<'a>, out: &mut Vec<(&'a str, FieldType)>) {
+    out.clear();
+    out.extend(p.fields.iter().map(|(k, v)| (*k, v.field_type())));
 }
 
 /// Checks that every row whose tags were left out ([`WritePoint::known`]) can be written without
@@ -820,8 +825,7 @@ fn check_known(d: &DbCatalog, db: DbId, points: &[WritePoint<'_>]) -> Result<()>
         if checked.is_some_and(|c| c.known.is_some_and(|ck| ck.db == k.db && ck.table == k.table) && same_fields(&c.fields, &p.fields)) {
             continue;
         }
-        field_types.clear();
-        field_types.extend(p.fields.iter().map(|(k, v)| (*k, v.field_type())));
+        field_types_of(p, &mut field_types);
         let fits = k.db == db
             && p.key.is_some()
             && d.table_by_id(k.table).is_some_and(|t| &*t.name == p.table)
@@ -1196,8 +1200,7 @@ impl Inner {
             let db_cat = guard.db_by_id(db_id).ok_or_else(|| Error::internal("database vanished under write lock"))?;
             if let (Some(k), Some(_)) = (p.known, p.key) {
                 // Without its tags: the series is the key's, the columns its table's (`check_known`).
-                field_types.clear();
-                field_types.extend(p.fields.iter().map(|(k, v)| (*k, v.field_type())));
+                field_types_of(p, &mut field_types);
                 let s = Resolver::shape(db_cat, p.table, &[], &field_types)?.ok_or_else(|| Error::internal("a checked row's columns vanished"))?;
                 let r = s.row(k.series);
                 batch.push_row(r.table, r.series, p.ts, r.fields.iter().zip(p.fields.iter()).map(|((col, _), (_, v))| (*col, v.clone())));
