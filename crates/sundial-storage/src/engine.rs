@@ -826,9 +826,9 @@ fn check_known(d: &DbCatalog, db: DbId, points: &[WritePoint<'_>]) -> Result<()>
             continue;
         }
         field_types_of(p, &mut field_types);
+        // The shape is of the live table named `p.table`: the key's table is that one, alive, if the ids match.
         let fits = k.db == db
             && p.key.is_some()
-            && d.table_by_id(k.table).is_some_and(|t| &*t.name == p.table)
             && matches!(Resolver::shape(d, p.table, &[], &field_types), Ok(Some(s)) if s.table == k.table);
         if !fits {
             return Err(Error::TagsNeeded { line: p.line });
