@@ -822,7 +822,11 @@ fn check_known(d: &DbCatalog, db: DbId, points: &[WritePoint<'_>]) -> Result<()>
     let mut checked: Option<&WritePoint<'_>> = None;
     for p in points {
         let Some(k) = p.known else { continue };
-        if checked.is_some_and(|c| c.known.is_some_and(|ck| ck.db == k.db && ck.table == k.table) && same_fields(&c.fields, &p.fields)) {
+        let as_checked = checked.is_some_and(|c| {
+            c.known.is_some_and(|ck| ck.db == k.db && ck.table == k.table) && same_fields(&c.fields, &p.fields)
+        });
+        // A row without a key is checked, and refused, whatever came before it.
+        if as_checked && p.key.is_some() {
             continue;
         }
         field_types_of(p, &mut field_types);
@@ -1171,21 +1175,21 @@ impl Inner {
                 rejected.push((p.line, Error::BeyondRetention { db: db.to_string(), ts: p.ts, cutoff, retention_ns }));
                 continue;
             }
-            let (key, seen) = match (p.key, p.known.map(|k| (k.hash, k.table, k.series)).ok_or(pre)) {
+            let (key, seen) = match (p.key, p.known, pre) {
                 // Checked by `check_known` under this lock: its table is live, its fields have columns.
-                (Some(key), Ok((h, table, series))) => (Some((key, h)), Some((table, series))),
-                (Some(key), Err(Some(c))) => {
+                (Some(key), Some(k), _) => (Some((key, k.hash)), Some((k.table, k.series))),
+                (Some(key), None, Some(c)) => {
                     let (h, found) = c.rows[i];
                     let h = h.expect("a keyed point's hash");
                     (Some((key, h)), found.or_else(|| if inserted { keys.read().get(h, db_id, key) } else { None }))
                 }
-                (Some(key), Err(None)) => {
+                (Some(key), None, None) => {
                     let k = keys.read();
                     let h = k.hash(db_id, key);
                     (Some((key, h)), k.get(h, db_id, key))
                 }
                 // `check_known` refused a `known` without a key.
-                (None, _) => (None, pre.and_then(|c| c.rows[i].1).or_else(|| known.get(&(p.table, &p.tags[..])).copied())),
+                (None, _, c) => (None, c.and_then(|c| c.rows[i].1).or_else(|| known.get(&(p.table, &p.tags[..])).copied())),
             };
             // A cached key, or a prelookup, names a table that may have been dropped since
             // (`series_keys.rs`); the field set is reused only from a row this request resolved through
@@ -1201,7 +1205,8 @@ impl Inner {
             if let (Some(k), Some(_)) = (p.known, p.key) {
                 // Without its tags: the series is the key's, the columns its table's (`check_known`).
                 field_types_of(p, &mut field_types);
-                let s = Resolver::shape(db_cat, p.table, &[], &field_types)?.ok_or_else(|| Error::internal("a checked row's columns vanished"))?;
+                let s = Resolver::shape(db_cat, p.table, &[], &field_types)?
+                    .ok_or_else(|| Error::internal("a checked row's columns vanished"))?;
                 let r = s.row(k.series);
                 batch.push_row(r.table, r.series, p.ts, r.fields.iter().zip(p.fields.iter()).map(|((col, _), (_, v))| (*col, v.clone())));
                 last_fields = Some((r.table, r.fields, i));
