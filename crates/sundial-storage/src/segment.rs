@@ -335,6 +335,8 @@ pub struct SegmentWriter {
     /// The same from pack to pack: a pack's columns (runs of many series' few rows each) are another
     /// shape of numbers than a block's, so they keep choices of their own.
     pack_hints: Option<DeltaHints>,
+    /// Series written at [`codec::Effort::Quick`], ascending ([`SegmentWriter::with_rewritten`]).
+    rewritten: Vec<SeriesId>,
 }
 
 /// Blocks of a column that share one search of pco's delta ([`SegmentWriter::with_delta_hints`]): the
@@ -520,6 +522,7 @@ impl SegmentWriter {
             version,
             delta_hints: None,
             pack_hints: None,
+            rewritten: Vec::new(),
         };
         w.put(&frame::header(MAGIC, version))?;
         Ok(w)
@@ -538,6 +541,21 @@ impl SegmentWriter {
     pub fn with_series_hint(mut self, n: usize) -> SegmentWriter {
         self.blocks.reserve(n);
         self
+    }
+
+    /// Writes the field columns of `series` (ascending) at [`codec::Effort::Quick`]: a flush's rows of
+    /// series the partition's files already hold, which compaction merges with those rows (decoding and
+    /// writing them again at full effort) rather than copying them. A pack is written quick only when
+    /// every one of its series is, as compaction copies a pack whose series no other input holds.
+    /// Timestamps keep their usual encoding.
+    pub fn with_rewritten(mut self, series: Vec<SeriesId>) -> SegmentWriter {
+        debug_assert!(series.windows(2).all(|w| w[0] < w[1]), "rewritten series must be ascending");
+        self.rewritten = series;
+        self
+    }
+
+    fn effort_of(&self, series: SeriesId) -> codec::Effort {
+        if self.rewritten.binary_search(&series).is_ok() { codec::Effort::Quick } else { codec::Effort::Full }
     }
 
     /// Carries pco's delta choice for a column from block to block, searching again every
@@ -680,15 +698,19 @@ impl SegmentWriter {
         // pack to pack as from block to block (TSBS's 1 M hosts, three rows each: the search was half
         // of the packs' encoding).
         let unrelated = pack.ts.len() < PACK_DELTA_ROWS_PER_SERIES_MIN * pack.members.len();
+        let quick = pack.members.iter().all(|m| self.effort_of(m.series) == codec::Effort::Quick);
+        let effort = if quick { codec::Effort::Quick } else { codec::Effort::Full };
         let mut cols = Vec::with_capacity(pack.cols.len());
         for (id, c) in &pack.cols {
             if c.validity.iter().all(|v| !*v) {
                 continue;
             }
             let chunk = if unrelated {
-                self.put_encoded(|out| codec::encode_column_delta(c, codec::Delta::Off, out))?
+                self.put_encoded(|out| {
+                    codec::encode_column_hinted(c, codec::Delta::Off, false, effort, out);
+                })?
             } else {
-                self.put_column_hinted(*id, c, Hints::Pack, false)?
+                self.put_column_hinted(*id, c, Hints::Pack, false, effort)?
             };
             cols.push((*id, c.field_type(), chunk));
         }
@@ -708,10 +730,10 @@ impl SegmentWriter {
     /// Writes column `col`'s chunk `c` with pco's delta as the `which` hints carry it (a search when
     /// there are none, or when they say so), and records what pco chose: a block's columns and a pack's
     /// (of series of a few rows each) keep their own choices.
-    fn put_column_hinted(&mut self, col: ColId, c: &Column, which: Hints, paged: bool) -> Result<ChunkRef> {
+    fn put_column_hinted(&mut self, col: ColId, c: &Column, which: Hints, paged: bool, effort: codec::Effort) -> Result<ChunkRef> {
         let asked = self.hints(which).map_or(codec::Delta::Auto, |h| h.next(col));
         let mut next = codec::Delta::Auto;
-        let chunk = self.put_encoded(|out| next = codec::encode_column_hinted(c, asked, paged, out))?;
+        let chunk = self.put_encoded(|out| next = codec::encode_column_hinted(c, asked, paged, effort, out))?;
         if let Some(h) = self.hints(which) {
             h.record(col, asked, next);
         }
@@ -729,6 +751,7 @@ impl SegmentWriter {
     fn write_block(&mut self, rows: &SeriesRows, range: std::ops::Range<usize>, cols: &[ColId]) -> Result<()> {
         let ts = &rows.ts[range.clone()];
         let ts_chunk = self.put_encoded(|out| codec::encode_timestamps(ts, out))?;
+        let effort = self.effort_of(rows.series);
         let mut metas = Vec::new();
         let mut sliced = Vec::new();
         for (col, c) in cols.iter().zip(&rows.cols) {
@@ -739,7 +762,7 @@ impl SegmentWriter {
             }
             let paged = self.version >= codec::PAGED_SEGMENT_VERSION;
             let c = c.slice(range.clone());
-            let chunk = self.put_column_hinted(*col, &c, Hints::Block, paged)?;
+            let chunk = self.put_column_hinted(*col, &c, Hints::Block, paged, effort)?;
             metas.push(ColMeta { col: *col, ty: c.field_type(), chunk, stats });
             sliced.push((*col, c));
         }
@@ -1918,6 +1941,12 @@ impl Segment {
         Ok(())
     }
 
+    /// The lowest and highest series with a block here (`None` for a file without blocks), from the
+    /// group directory: nothing is read.
+    pub fn series_range(&self) -> Option<(SeriesId, SeriesId)> {
+        Some((self.groups.first()?.first_series, self.groups.last()?.last_series))
+    }
+
     /// The distinct series in this segment, ascending. A group whose first and last blocks have the same
     /// series holds only that one and is not decoded; an uncached group is decoded without reading its
     /// packs (a compaction lists the series of inputs whose groups it reads later, one at a time).
@@ -2215,6 +2244,8 @@ pub struct PartitionedWriter {
     writers: HashMap<i64, SegmentWriter>,
     /// Blocks the first partition's file reserves room for ([`PartitionedWriter::expect_series`]).
     series_hint: usize,
+    /// Per partition start, the series its file writes quick ([`PartitionedWriter::with_rewritten`]).
+    rewritten: HashMap<i64, Vec<SeriesId>>,
 }
 
 /// Directory of a partition of a database: `<data>/db<id>/p<start_ns>`.
@@ -2243,7 +2274,23 @@ impl PartitionedWriter {
 
     /// Writes each partition in the data directory `placement` chooses for it.
     pub fn with_placement(placement: &crate::placement::Placement, db: DbId, table: TableId, partition_ns: i64, generation: u64) -> Self {
-        PartitionedWriter { placement: placement.clone(), db, table, partition_ns, generation, writers: HashMap::new(), series_hint: 0 }
+        PartitionedWriter {
+            placement: placement.clone(),
+            db,
+            table,
+            partition_ns,
+            generation,
+            writers: HashMap::new(),
+            series_hint: 0,
+            rewritten: HashMap::new(),
+        }
+    }
+
+    /// Per partition start, the series (ascending) whose rows there the partition's file writes at
+    /// [`codec::Effort::Quick`] ([`SegmentWriter::with_rewritten`]).
+    pub fn with_rewritten(mut self, rewritten: HashMap<i64, Vec<SeriesId>>) -> Self {
+        self.rewritten = rewritten;
+        self
     }
 
     /// Tells the writer about how many series will come: the first partition's file reserves a block
@@ -2289,7 +2336,9 @@ impl PartitionedWriter {
                         tombstones_applied: 0,
                     };
                     let name = segment_file_name(self.table, self.generation, self.generation);
-                    let w = SegmentWriter::create(&dir.join(name), id)?.with_delta_hints();
+                    let w = SegmentWriter::create(&dir.join(name), id)?
+                        .with_delta_hints()
+                        .with_rewritten(self.rewritten.remove(&p).unwrap_or_default());
                     v.insert(w.with_series_hint(std::mem::take(&mut self.series_hint)))
                 }
             };

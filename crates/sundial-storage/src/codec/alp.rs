@@ -28,7 +28,7 @@
 
 use super::cursor::Cursor;
 use super::pcodec::Pages;
-use super::{CodecError, Delta, Result, numeric};
+use super::{CodecError, Delta, Effort, Result, numeric};
 use crate::encoding::put_uvarint;
 
 /// Largest exponent. 10¹⁸ < 2⁶³ keeps `v · 10ᵉ` of a value below 10 within `i64`, and every power up to
@@ -102,7 +102,7 @@ pub(super) fn choose_exponent(vals: &[f64]) -> (u8, f64) {
 
 /// Appends the ALP payload of `vals` (non-empty) with exponent `e ≤ EXP_MAX`; its integers go through
 /// pco with `delta` ([`Delta::Off`] for values of unrelated series, else the search).
-pub(super) fn encode(vals: &[f64], e: u8, delta: Delta, out: &mut Vec<u8>) {
+pub(super) fn encode(vals: &[f64], e: u8, delta: Delta, effort: Effort, out: &mut Vec<u8>) {
     assert!(e <= EXP_MAX, "alp exponent {e} above {EXP_MAX}");
     let mut ints = Vec::with_capacity(vals.len());
     let mut exceptions = Vec::new();
@@ -133,7 +133,7 @@ pub(super) fn encode(vals: &[f64], e: u8, delta: Delta, out: &mut Vec<u8>) {
     for &p in &exceptions {
         out.extend_from_slice(&vals[p].to_bits().to_le_bytes());
     }
-    numeric::encode_with(&ints, delta, Pages::One, out);
+    numeric::encode_with(&ints, delta, Pages::One, effort, out);
 }
 
 /// Decodes an ALP payload of `m ≥ 1` values that fills the rest of `cur`.
@@ -176,7 +176,7 @@ mod tests {
 
     fn round_trip(vals: &[f64], e: u8) -> Vec<u8> {
         let mut out = Vec::new();
-        encode(vals, e, Delta::Auto, &mut out);
+        encode(vals, e, Delta::Auto, Effort::Full, &mut out);
         let mut cur = Cursor::new(&out);
         let got = decode(&mut cur, vals.len()).unwrap();
         assert_eq!(cur.remaining(), 0);

@@ -19,7 +19,7 @@
 //! Ties go to the earlier candidate, and pco/ALP decode faster than Gorilla.
 
 use super::pcodec::Pages;
-use super::{Codec, Delta, alp, gorilla, numeric};
+use super::{Codec, Delta, Effort, alp, gorilla, numeric};
 
 /// ALP is tried when the sample estimates at most this fraction of exceptions: beyond it, 8 bytes per
 /// exception already exceed what pco spends on such data.
@@ -46,22 +46,22 @@ pub enum FloatEncoding {
 ///
 /// Returns the delta for the next block of the same column: the one pco used for its candidate, kept
 /// or not.
-pub(super) fn encode(vals: &[f64], how: FloatEncoding, delta: Delta, pages: Pages, out: &mut Vec<u8>) -> Delta {
+pub(super) fn encode(vals: &[f64], how: FloatEncoding, delta: Delta, pages: Pages, effort: Effort, out: &mut Vec<u8>) -> Delta {
     let constant = vals.split_first().is_none_or(|(f, rest)| rest.iter().all(|v| v.to_bits() == f.to_bits()));
     if constant || how == FloatEncoding::Pco {
-        return numeric::encode_with(vals, delta, pages, out);
+        return numeric::encode_with(vals, delta, pages, effort, out);
     }
     match how {
-        FloatEncoding::Alp => put_alp(vals, alp::choose_exponent(vals).0, Delta::Auto, out),
+        FloatEncoding::Alp => put_alp(vals, alp::choose_exponent(vals).0, Delta::Auto, effort, out),
         FloatEncoding::Gorilla => put_gorilla(vals, out),
-        _ => return encode_smallest(vals, delta, pages, out),
+        _ => return encode_smallest(vals, delta, pages, effort, out),
     }
     Delta::Auto
 }
 
-fn put_alp(vals: &[f64], e: u8, delta: Delta, out: &mut Vec<u8>) {
+fn put_alp(vals: &[f64], e: u8, delta: Delta, effort: Effort, out: &mut Vec<u8>) {
     out.push(Codec::Alp as u8);
-    alp::encode(vals, e, delta, out);
+    alp::encode(vals, e, delta, effort, out);
 }
 
 fn put_gorilla(vals: &[f64], out: &mut Vec<u8>) {
@@ -69,9 +69,9 @@ fn put_gorilla(vals: &[f64], out: &mut Vec<u8>) {
     gorilla::encode(vals, out);
 }
 
-fn encode_smallest(vals: &[f64], delta: Delta, pages: Pages, out: &mut Vec<u8>) -> Delta {
+fn encode_smallest(vals: &[f64], delta: Delta, pages: Pages, effort: Effort, out: &mut Vec<u8>) -> Delta {
     let start = out.len();
-    let next = numeric::encode_with(vals, delta, pages, out);
+    let next = numeric::encode_with(vals, delta, pages, effort, out);
     let mut candidate = Vec::new();
     let (e, exceptions) = alp::choose_exponent(vals);
     if exceptions <= ALP_EXCEPTIONS_MAX {
@@ -79,7 +79,7 @@ fn encode_smallest(vals: &[f64], delta: Delta, pages: Pages, out: &mut Vec<u8>) 
         // series) gain nothing from a delta there either, and the search cost a sample compression per
         // candidate on top of pco's own.
         let alp_delta = if delta == Delta::Off { Delta::Off } else { Delta::Auto };
-        put_alp(vals, e, alp_delta, &mut candidate);
+        put_alp(vals, e, alp_delta, effort, &mut candidate);
         keep_smaller(out, start, &candidate);
     }
     candidate.clear();

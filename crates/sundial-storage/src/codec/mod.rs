@@ -320,10 +320,23 @@ pub enum Delta {
     Order(u8),
 }
 
+/// How hard pco works on a column's numbers. pco's chunk records what it chose, so a reader never needs
+/// to know which was used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effort {
+    /// The smallest bytes: what stays on disk (`pcodec::PCO_LEVEL`, or `PCO_LEVEL_UNRELATED` for
+    /// [`Delta::Off`]).
+    Full,
+    /// Bytes made quickly, larger, for rows a compaction will decode and write again at [`Effort::Full`]:
+    /// a flush's rows of series the partition's files already hold (`pcodec::PCO_LEVEL_QUICK`). As RocksDB
+    /// compresses its first levels lightly and its last one hard.
+    Quick,
+}
+
 /// [`encode_column`] with pco's delta search as `delta` says and its values in one page (no
 /// PcoPaged): for a pack, which is decoded whole, and for segment versions before 5.
 pub fn encode_column_delta(col: &Column, delta: Delta, out: &mut Vec<u8>) {
-    encode_column_in(col, FloatEncoding::Auto, delta, Pages::One, out);
+    encode_column_in(col, FloatEncoding::Auto, delta, Pages::One, Effort::Full, out);
 }
 
 /// [`encode_column`] with the float codec forced (benchmarks and tests); other types ignore `float`.
@@ -331,7 +344,7 @@ pub fn encode_column_delta(col: &Column, delta: Delta, out: &mut Vec<u8>) {
 /// # Panics
 /// As [`encode_column`].
 pub fn encode_column_with(col: &Column, float: FloatEncoding, out: &mut Vec<u8>) {
-    encode_column_in(col, float, Delta::Auto, Pages::Paged, out);
+    encode_column_in(col, float, Delta::Auto, Pages::Paged, Effort::Full, out);
 }
 
 /// [`encode_column`] (`paged`) or [`encode_column_delta`] (not), with pco's delta as `delta` says;
@@ -340,15 +353,15 @@ pub fn encode_column_with(col: &Column, float: FloatEncoding, out: &mut Vec<u8>)
 /// else or pco was not used. A writer that carries the choice from block to block spares most blocks
 /// the search, which compresses a sample once per candidate: for the ~600-row blocks a flush writes at
 /// 4,000 series, three times the cost of the compression itself. The bytes stay a valid chunk either
-/// way; only how near the best delta they are depends on the carried choice.
-pub fn encode_column_hinted(col: &Column, delta: Delta, paged: bool, out: &mut Vec<u8>) -> Delta {
-    encode_column_in(col, FloatEncoding::Auto, delta, if paged { Pages::Paged } else { Pages::One }, out)
+/// way; only how near the best delta they are depends on the carried choice. `effort`: see [`Effort`].
+pub fn encode_column_hinted(col: &Column, delta: Delta, paged: bool, effort: Effort, out: &mut Vec<u8>) -> Delta {
+    encode_column_in(col, FloatEncoding::Auto, delta, if paged { Pages::Paged } else { Pages::One }, effort, out)
 }
 
 /// `pages`: one pco page (packs, decoded whole, and segment versions before 5) or pages of
 /// `pcodec::PAGE_ROWS` (PcoPaged) when there is more than one. Returns the delta for the next block
 /// ([`encode_column_hinted`]).
-fn encode_column_in(col: &Column, float: FloatEncoding, delta: Delta, pages: Pages, out: &mut Vec<u8>) -> Delta {
+fn encode_column_in(col: &Column, float: FloatEncoding, delta: Delta, pages: Pages, effort: Effort, out: &mut Vec<u8>) -> Delta {
     let valid = &col.validity;
     assert_eq!(col.values.len(), valid.len(), "column values and validity differ in length");
     if let ColumnValues::String(v) = &col.values {
@@ -358,9 +371,9 @@ fn encode_column_in(col: &Column, float: FloatEncoding, delta: Delta, pages: Pag
     }
     validity::encode(valid, out);
     match &col.values {
-        ColumnValues::Integer(v) => numeric::encode_with(&gather(v, valid), delta, pages, out),
-        ColumnValues::UInteger(v) => numeric::encode_with(&gather(v, valid), delta, pages, out),
-        ColumnValues::Float(v) => float::encode(&gather(v, valid), float, delta, pages, out),
+        ColumnValues::Integer(v) => numeric::encode_with(&gather(v, valid), delta, pages, effort, out),
+        ColumnValues::UInteger(v) => numeric::encode_with(&gather(v, valid), delta, pages, effort, out),
+        ColumnValues::Float(v) => float::encode(&gather(v, valid), float, delta, pages, effort, out),
         ColumnValues::Boolean(v) => {
             boolean::encode(&gather(v, valid), out);
             Delta::Auto

@@ -9,7 +9,7 @@
 
 use super::cursor::Cursor;
 use super::pcodec::Pages;
-use super::{Codec, CodecError, Delta, Result, alp, gorilla, pcodec};
+use super::{Codec, CodecError, Delta, Effort, Result, alp, gorilla, pcodec};
 
 /// A number stored as its bit pattern: floats keep NaN payloads and the sign of zero exactly.
 pub(super) trait Word: pco::data_types::Number {
@@ -83,7 +83,7 @@ impl Word for u32 {
 ///
 /// Returns the delta for the next block of the same column ([`super::encode_column_hinted`]): the one
 /// pco used, when pco compressed the values.
-pub(super) fn encode_with<T: Word>(vals: &[T], delta: Delta, pages: Pages, out: &mut Vec<u8>) -> Delta {
+pub(super) fn encode_with<T: Word>(vals: &[T], delta: Delta, pages: Pages, effort: Effort, out: &mut Vec<u8>) -> Delta {
     let paged = pages == Pages::Paged && vals.len() > pcodec::PAGE_ROWS;
     match vals {
         [] => out.push(Codec::Empty as u8),
@@ -95,7 +95,7 @@ pub(super) fn encode_with<T: Word>(vals: &[T], delta: Delta, pages: Pages, out: 
             let start = out.len();
             let (tag, pages) = if paged { (Codec::PcoPaged, Pages::Paged) } else { (Codec::Pco, Pages::One) };
             out.push(tag as u8);
-            let used = pcodec::compress(vals, delta, pages, out);
+            let used = pcodec::compress(vals, delta, pages, effort, out);
             if used.is_some() && out.len() - start - 1 < vals.len() * T::WIDTH {
                 return used.unwrap_or(Delta::Auto);
             }
@@ -167,7 +167,7 @@ mod tests {
 
     fn round_trip<T: Word>(vals: &[T]) -> Vec<u8> {
         let mut out = Vec::new();
-        encode_with(vals, Delta::Auto, Pages::One, &mut out);
+        encode_with(vals, Delta::Auto, Pages::One, Effort::Full, &mut out);
         let mut cur = Cursor::new(&out);
         let got: Vec<T> = decode(&mut cur, vals.len()).unwrap();
         assert_eq!(
@@ -198,7 +198,7 @@ mod tests {
     #[test]
     fn counts_and_tags_are_checked() {
         let mut out = Vec::new();
-        encode_with(&[1i64, 2, 3], Delta::Auto, Pages::One, &mut out);
+        encode_with(&[1i64, 2, 3], Delta::Auto, Pages::One, Effort::Full, &mut out);
         assert!(decode::<i64>(&mut Cursor::new(&out), 4).is_err());
         assert!(decode::<i64>(&mut Cursor::new(&[Codec::Empty as u8]), 1).is_err());
         assert!(decode::<i64>(&mut Cursor::new(&[Codec::BitPacked as u8]), 1).is_err());

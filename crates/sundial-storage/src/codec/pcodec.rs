@@ -24,7 +24,7 @@ use pco::wrapped::{ChunkDecompressor, FileCompressor, FileDecompressor};
 use pco::{ChunkConfig, DeltaSpec, ModeSpec, PagingSpec};
 
 use super::cursor::Cursor;
-use super::{CodecError, Delta, Result};
+use super::{CodecError, Delta, Effort, Result};
 use crate::encoding::put_uvarint;
 
 /// pco's compression level, stated so that an upgrade cannot silently change it.
@@ -65,6 +65,13 @@ const PCO_LEVEL: usize = 6;
 /// Encoding the packs was 8 % of the server's CPU loading TSBS's 10 M hosts.
 const PCO_LEVEL_UNRELATED: usize = 4;
 
+/// pco's compression level for [`Effort::Quick`]: a flush's rows of series that the partition's files
+/// already hold, which compaction merges with those, decoding them and writing them again at
+/// [`PCO_LEVEL`]. One bin: pco's bin search, most of its encoding time on a flush's small blocks, is
+/// skipped, for bytes kept only until that merge. TSBS's 100,000 hosts (scenario 3) loaded with every
+/// flush at level 0 against the levels above: 9 % less server CPU (two pairs, `committed.sh`).
+const PCO_LEVEL_QUICK: usize = 0;
+
 /// The config for one block of `n` numbers.
 ///
 /// - Mode `Auto`: lets pco find a common multiplier (integers stored in units of 10, floats with two
@@ -78,11 +85,15 @@ const PCO_LEVEL_UNRELATED: usize = 4;
 ///
 /// [`Delta::Off`] replaces the delta search by "no delta" for numbers the caller knows are unrelated to
 /// their neighbours (see [`Delta`]), and compresses them at [`PCO_LEVEL_UNRELATED`].
-fn config(pages: Vec<usize>, delta: Delta) -> ChunkConfig {
+fn config(pages: Vec<usize>, delta: Delta, effort: Effort) -> ChunkConfig {
     let (delta, level) = match delta {
         Delta::Auto => (DeltaSpec::Auto, PCO_LEVEL),
         Delta::Off => (DeltaSpec::NoOp, PCO_LEVEL_UNRELATED),
         Delta::Order(k) => (DeltaSpec::TryConsecutive(usize::from(k)), PCO_LEVEL),
+    };
+    let level = match effort {
+        Effort::Full => level,
+        Effort::Quick => PCO_LEVEL_QUICK,
     };
     ChunkConfig::default()
         .with_compression_level(level)
@@ -115,16 +126,16 @@ pub(super) enum Pages {
 /// delta pco used as a [`Delta`] to ask for again: `Order(k)` for consecutive differences of order `k`
 /// (0: none), `Auto` for another encoding. Returns `None`, leaving `out` as it was, if pco refuses (it
 /// should not for our number types; the caller then stores the values plain).
-pub(super) fn compress<T: Number>(nums: &[T], delta: Delta, pages: Pages, out: &mut Vec<u8>) -> Option<Delta> {
+pub(super) fn compress<T: Number>(nums: &[T], delta: Delta, pages: Pages, effort: Effort, out: &mut Vec<u8>) -> Option<Delta> {
     let start = out.len();
-    let used = if nums.is_empty() { None } else { try_compress(nums, delta, pages, out).ok() };
+    let used = if nums.is_empty() { None } else { try_compress(nums, delta, pages, effort, out).ok() };
     if used.is_none() {
         out.truncate(start);
     }
     used
 }
 
-fn try_compress<T: Number>(nums: &[T], delta: Delta, pages: Pages, out: &mut Vec<u8>) -> pco::errors::PcoResult<Delta> {
+fn try_compress<T: Number>(nums: &[T], delta: Delta, pages: Pages, effort: Effort, out: &mut Vec<u8>) -> pco::errors::PcoResult<Delta> {
     put_uvarint(out, nums.len() as u64);
     let sizes = match pages {
         Pages::One => vec![nums.len()],
@@ -140,7 +151,7 @@ fn try_compress<T: Number>(nums: &[T], delta: Delta, pages: Pages, out: &mut Vec
     let n_pages = sizes.len();
     let fc = FileCompressor::default();
     fc.write_header(&mut *out)?;
-    let mut cc = fc.chunk_compressor(nums, &config(sizes, delta))?;
+    let mut cc = fc.chunk_compressor(nums, &config(sizes, delta, effort))?;
     let used = match cc.meta().delta_encoding {
         DeltaEncoding::NoOp => Delta::Order(0),
         DeltaEncoding::Consecutive { order, .. } => u8::try_from(order).map_or(Delta::Auto, Delta::Order),
@@ -310,7 +321,7 @@ mod tests {
 
     fn round_trip<T: Number>(nums: &[T]) -> Vec<u8> {
         let mut out = Vec::new();
-        assert!(compress(nums, Delta::Auto, Pages::One, &mut out).is_some());
+        assert!(compress(nums, Delta::Auto, Pages::One, Effort::Full, &mut out).is_some());
         assert_eq!(decompress::<T>(&out, nums.len(), "t").unwrap(), nums);
         out
     }
@@ -328,12 +339,12 @@ mod tests {
         assert!(decompress::<i64>(&longer, 1000, "t").is_err());
         let floats = [f64::NAN, f64::from_bits(0xfff0_0000_0000_0001), -0.0, f64::INFINITY, 1.5];
         let mut out = Vec::new();
-        assert!(compress(&floats, Delta::Auto, Pages::One, &mut out).is_some());
+        assert!(compress(&floats, Delta::Auto, Pages::One, Effort::Full, &mut out).is_some());
         let got = decompress::<f64>(&out, floats.len(), "t").unwrap();
         assert_eq!(got.iter().map(|f| f.to_bits()).collect::<Vec<_>>(), floats.map(f64::to_bits));
         round_trip(&[u32::MAX, 0, 7]);
         let mut out = Vec::new();
-        assert!(compress::<i64>(&[], Delta::Auto, Pages::One, &mut out).is_none());
+        assert!(compress::<i64>(&[], Delta::Auto, Pages::One, Effort::Full, &mut out).is_none());
         assert!(out.is_empty());
     }
 
@@ -341,7 +352,7 @@ mod tests {
     #[test]
     fn dict_guard_reads_the_dictionary_length_pco_writes() {
         let nums: Vec<u64> = (0..2000).map(|i| [1 << 60, 5, u64::MAX / 3][i % 3]).collect();
-        let config = config(vec![nums.len()], Delta::Auto).with_mode_spec(ModeSpec::TryDict);
+        let config = config(vec![nums.len()], Delta::Auto, Effort::Full).with_mode_spec(ModeSpec::TryDict);
         let fc = FileCompressor::default();
         let mut out = Vec::new();
         fc.write_header(&mut out).unwrap();

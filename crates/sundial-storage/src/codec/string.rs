@@ -60,7 +60,7 @@ fn encode_dict(dict: &[&str], idx: &[u32], delta: Delta, out: &mut Vec<u8>) {
     out.push(Codec::StrDict as u8);
     put_uvarint(out, dict.len() as u64);
     let mut index = Vec::new();
-    numeric::encode_with(idx, delta, super::pcodec::Pages::One, &mut index);
+    numeric::encode_with(idx, delta, super::pcodec::Pages::One, super::Effort::Full, &mut index);
     put_uvarint(out, index.len() as u64);
     out.extend_from_slice(&index);
     put_blob(&length_prefixed(dict), out);

@@ -654,16 +654,16 @@ fn hinted_deltas_report_the_search_and_write_what_it_wrote() {
         let col = column(ty, vals);
         for paged in [true, false] {
             let mut searched = Vec::new();
-            let next = encode_column_hinted(&col, Delta::Auto, paged, &mut searched);
+            let next = encode_column_hinted(&col, Delta::Auto, paged, Effort::Full, &mut searched);
             assert_eq!(next, want, "{ty:?} paged {paged}");
             let mut again = Vec::new();
-            assert_eq!(encode_column_hinted(&col, next, paged, &mut again), next);
+            assert_eq!(encode_column_hinted(&col, next, paged, Effort::Full, &mut again), next);
             if ty == FieldType::Integer {
                 assert_eq!(again, searched, "the carried order writes what the search wrote");
             }
             for order in [0, 1, 2, 3] {
                 let mut out = Vec::new();
-                assert_eq!(encode_column_hinted(&col, Delta::Order(order), paged, &mut out), Delta::Order(order));
+                assert_eq!(encode_column_hinted(&col, Delta::Order(order), paged, Effort::Full, &mut out), Delta::Order(order));
                 assert_same(&decode_column(&out, ty, n).unwrap(), &col);
             }
         }
@@ -672,6 +672,6 @@ fn hinted_deltas_report_the_search_and_write_what_it_wrote() {
     let bools = column(FieldType::Boolean, &[Some(Value::Boolean(true)), Some(Value::Boolean(false))]);
     let constant = column(FieldType::Integer, &vec![Some(Value::Integer(7)); 50]);
     for col in [strings, bools, constant] {
-        assert_eq!(encode_column_hinted(&col, Delta::Order(1), true, &mut Vec::new()), Delta::Auto);
+        assert_eq!(encode_column_hinted(&col, Delta::Order(1), true, Effort::Full, &mut Vec::new()), Delta::Auto);
     }
 }

@@ -11,7 +11,7 @@
 //! deltas overflow) and no input can make the decoder overflow.
 
 use super::cursor::{Cursor, get_uvarint};
-use super::{Codec, CodecError, Delta, Result, numeric, pcodec};
+use super::{Codec, CodecError, Delta, Effort, Result, numeric, pcodec};
 use crate::encoding::{put_uvarint, unzigzag, zigzag};
 
 const WHAT: &str = "timestamps";
@@ -31,7 +31,7 @@ pub(super) fn encode(ts: &[i64], out: &mut Vec<u8>) {
     let mut dod = Vec::with_capacity(8 + ts.len());
     encode_dod(ts, &mut dod);
     let mut pco = Vec::new();
-    let pco_ok = pcodec::compress(ts, Delta::Auto, pcodec::Pages::One, &mut pco).is_some();
+    let pco_ok = pcodec::compress(ts, Delta::Auto, pcodec::Pages::One, Effort::Full, &mut pco).is_some();
     let plain_len = ts.len() * 8;
     if pco_ok && pco.len() < dod.len() && pco.len() < plain_len {
         out.push(Codec::Pco as u8);

@@ -291,6 +291,58 @@ mod tests {
         assert_eq!(stats.packs_copied, 2);
     }
 
+    /// A file of generation `g` named `name`: series `0..200`, each with a walk of integers and floats
+    /// from time `t0` on, every 10 — 40 rows for series below 100 (packed), 400 for the others (blocks
+    /// of their own) — with the series of `rewritten` written quick, as a flush writes them.
+    fn walk_segment(dir: &Path, name: &str, g: u64, t0: i64, rewritten: Vec<SeriesId>) -> Arc<Segment> {
+        let mut w = SegmentWriter::create(&dir.join(name), id(g)).unwrap().with_delta_hints().with_rewritten(rewritten);
+        let mut x = 0x2545_f491_4f6c_dd1du64 ^ g;
+        for s in 0..200 {
+            let n = if s < 100 { 40 } else { 400 };
+            let (mut cols, mut v) = ([Column::new(FieldType::Integer), Column::new(FieldType::Float)], 50i64);
+            for _ in 0..n {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                v += (x % 9) as i64 - 4;
+                assert!(cols[0].push_value(&Value::Integer(v)));
+                assert!(cols[1].push_value(&Value::Float(v as f64 / 4.0)));
+            }
+            let ts = (0..n).map(|i| t0 + 10 * i as i64).collect();
+            w.add_series(&SeriesRows { series: s, ts, cols: cols.into_iter().map(Some).collect() }, &[0, 1]).unwrap();
+        }
+        Arc::new(Segment::open_with_cache(&w.finish().unwrap(), &Arc::new(BlockIndexCache::new(1 << 20))).unwrap())
+    }
+
+    /// Rows written quick (`SegmentWriter::with_rewritten`: a flush's rows of series the partition's
+    /// files already hold) take more bytes, read back the same, and merge with the older file into the
+    /// very bytes a flush at full effort merges into. A pack is written quick only when every one of its
+    /// series is: with every other series listed, a file of packs alone is the full-effort file.
+    #[test]
+    fn rows_written_quick_read_alike_and_merge_into_the_same_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let older = walk_segment(dir.path(), "g1.seg", 1, 0, Vec::new());
+        let full = walk_segment(dir.path(), "g2-full.seg", 2, 10_000, Vec::new());
+        let quick = walk_segment(dir.path(), "g2-quick.seg", 2, 10_000, (0..200).collect());
+        assert!(quick.file_bytes > full.file_bytes + full.file_bytes / 10, "{} against {} bytes", quick.file_bytes, full.file_bytes);
+        assert_eq!(read_all(&quick), read_all(&full));
+        let merged = |input: &Arc<Segment>, name: &str| {
+            let out_id = SegmentId { gen_min: 1, ..id(2) };
+            let (path, stats) = merge(&dir.path().join(name), out_id, &[older.clone(), input.clone()], &[], &COLS, None).unwrap();
+            assert_eq!((stats.rows_in, stats.rows_out, stats.packs_copied), (2 * 100 * 440, 2 * 100 * 440, 0));
+            std::fs::read(path.unwrap()).unwrap()
+        };
+        assert_eq!(merged(&quick, "from-quick.seg"), merged(&full, "from-full.seg"));
+
+        // The packed series (0..100) alone listed: their packs are quick. Every other one of them
+        // listed: no pack is all quick, and the file is the full-effort one, byte for byte.
+        assert!(!full.layout().unwrap().packs.is_empty());
+        let packs_quick = walk_segment(dir.path(), "g2-packs.seg", 2, 10_000, (0..100).collect());
+        assert!(packs_quick.file_bytes > full.file_bytes);
+        let evens = walk_segment(dir.path(), "g2-evens.seg", 2, 10_000, (0..100).step_by(2).collect());
+        assert_eq!(std::fs::read(&evens.path).unwrap(), std::fs::read(&full.path).unwrap());
+    }
+
     /// Random inputs (runs of series, some with two rows, some written again by a later input) and
     /// random deletes: the merge's output is the model's, whether it copied packs or merged them.
     #[test]
