@@ -1436,7 +1436,7 @@ impl Inner {
             let ids: Vec<SeriesId> = series.iter().map(|(s, _)| *s).collect();
             let mut w = PartitionedWriter::with_placement(&self.placement, db, table, self.config.partition_ns, f.generation)
                 .expect_series(mt.series.len())
-                .with_rewritten(rewritten_series(&held, &ids)?);
+                .with_rewritten(held, ids);
             // One set of buffers for every series (see `SeriesBuf::read_into`).
             let (mut rows, mut cols, mut col_ids) = (SeriesRows::default(), Vec::new(), Vec::new());
             for (sid, buf) in series {
@@ -1504,43 +1504,6 @@ impl Inner {
         )
     }
 }
-
-/// Per partition start, those of `flushed` (ascending) that a file of the partition among `held` (a
-/// table's segments) already holds: a flush writes their rows quick, as compaction will merge them
-/// with those files' rows and write them again at full effort ([`Segment::series_range`],
-/// [`PartitionedWriter::with_rewritten`]). A file whose series range misses `flushed` is not listed (a
-/// flush of new series: TSBS's 10 M hosts), nor one of more than [`REWRITTEN_LISTED_PER_FLUSHED`]
-/// times as many blocks as `flushed` has series: its listing would cost more than the quick encoding
-/// saves, and the flush writes those series at full effort, as any other.
-fn rewritten_series(held: &[Arc<Segment>], flushed: &[SeriesId]) -> Result<HashMap<i64, Vec<SeriesId>>> {
-    let mut out: HashMap<i64, Vec<SeriesId>> = HashMap::new();
-    let (Some(&lo), Some(&hi)) = (flushed.first(), flushed.last()) else { return Ok(out) };
-    for s in held {
-        let overlaps = s.series_range().is_some_and(|(first, last)| first <= hi && lo <= last);
-        if !overlaps || s.n_blocks() > flushed.len().saturating_mul(REWRITTEN_LISTED_PER_FLUSHED) {
-            continue;
-        }
-        let listed = s.series()?;
-        let ids = out.entry(s.id.partition_start).or_default();
-        // Both ascending: the series of `flushed` that the file holds, by a merge of the two lists.
-        let mut i = 0;
-        for &sid in &listed {
-            i += flushed[i..].partition_point(|f| *f < sid);
-            if flushed.get(i) == Some(&sid) {
-                ids.push(sid);
-            }
-        }
-    }
-    for ids in out.values_mut() {
-        ids.sort_unstable();
-        ids.dedup();
-    }
-    Ok(out)
-}
-
-/// See [`rewritten_series`]: a partition's file is listed only when it has at most this many blocks per
-/// flushed series.
-const REWRITTEN_LISTED_PER_FLUSHED: usize = 16;
 
 /// Where [`TableSnapshot::scan`] finds a run of a series' rows: block `.1` of segment cursor `.0`'s
 /// blocks of the series, frozen memtable `.0`, or the active memtable's copy.

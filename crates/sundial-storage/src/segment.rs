@@ -2244,9 +2244,49 @@ pub struct PartitionedWriter {
     writers: HashMap<i64, SegmentWriter>,
     /// Blocks the first partition's file reserves room for ([`PartitionedWriter::expect_series`]).
     series_hint: usize,
-    /// Per partition start, the series its file writes quick ([`PartitionedWriter::with_rewritten`]).
-    rewritten: HashMap<i64, Vec<SeriesId>>,
+    /// The table's files and the flush's series (ascending), from which each partition's file learns
+    /// which series it writes quick ([`PartitionedWriter::with_rewritten`]).
+    held: Vec<Arc<Segment>>,
+    flushed: Vec<SeriesId>,
 }
+
+/// Those of `flushed` (ascending) that a file of the partition starting at `partition_start` among
+/// `held` (a table's files) already holds: a flush writes their rows there quick, as compaction will merge
+/// them with that file's rows and write them again at full effort ([`SegmentWriter::with_rewritten`]).
+/// Only files of that partition are looked at, and of those only one whose series range meets
+/// `flushed`'s (not a flush of new series: TSBS's 10 M hosts) and which has at most
+/// [`REWRITTEN_LISTED_PER_FLUSHED`] times as many blocks as `flushed` has series: a larger file's listing
+/// would cost more than the quick encoding saves, and the flush writes those series at full effort, as
+/// any other.
+pub(crate) fn rewritten_series(held: &[Arc<Segment>], flushed: &[SeriesId], partition_start: i64) -> Result<Vec<SeriesId>> {
+    let mut out = Vec::new();
+    let (Some(&lo), Some(&hi)) = (flushed.first(), flushed.last()) else { return Ok(out) };
+    let mut files = 0;
+    for s in held.iter().filter(|s| s.id.partition_start == partition_start) {
+        let overlaps = s.series_range().is_some_and(|(first, last)| first <= hi && lo <= last);
+        if !overlaps || s.n_blocks() > flushed.len().saturating_mul(REWRITTEN_LISTED_PER_FLUSHED) {
+            continue;
+        }
+        files += 1;
+        // Both ascending: the series of `flushed` that the file holds, by a merge of the two lists.
+        let mut i = 0;
+        for sid in s.series()? {
+            i += flushed[i..].partition_point(|f| *f < sid);
+            if flushed.get(i) == Some(&sid) {
+                out.push(sid);
+            }
+        }
+    }
+    if files > 1 {
+        out.sort_unstable();
+        out.dedup();
+    }
+    Ok(out)
+}
+
+/// See [`rewritten_series`]: a partition's file is listed only when it has at most this many blocks per
+/// flushed series.
+const REWRITTEN_LISTED_PER_FLUSHED: usize = 16;
 
 /// Directory of a partition of a database: `<data>/db<id>/p<start_ns>`.
 pub fn partition_dir(data: &Path, db: DbId, partition_start: i64) -> PathBuf {
@@ -2282,14 +2322,17 @@ impl PartitionedWriter {
             generation,
             writers: HashMap::new(),
             series_hint: 0,
-            rewritten: HashMap::new(),
+            held: Vec::new(),
+            flushed: Vec::new(),
         }
     }
 
-    /// Per partition start, the series (ascending) whose rows there the partition's file writes at
-    /// [`codec::Effort::Quick`] ([`SegmentWriter::with_rewritten`]).
-    pub fn with_rewritten(mut self, rewritten: HashMap<i64, Vec<SeriesId>>) -> Self {
-        self.rewritten = rewritten;
+    /// A flush's writer: `held` are the table's files, `flushed` the series (ascending) the flush
+    /// writes. Each partition's file writes quick ([`SegmentWriter::with_rewritten`]) the rows of those
+    /// series that a file of that partition among `held` already holds ([`rewritten_series`]).
+    pub fn with_rewritten(mut self, held: Vec<Arc<Segment>>, flushed: Vec<SeriesId>) -> Self {
+        debug_assert!(flushed.windows(2).all(|w| w[0] < w[1]), "flushed series must be ascending");
+        (self.held, self.flushed) = (held, flushed);
         self
     }
 
@@ -2338,7 +2381,7 @@ impl PartitionedWriter {
                     let name = segment_file_name(self.table, self.generation, self.generation);
                     let w = SegmentWriter::create(&dir.join(name), id)?
                         .with_delta_hints()
-                        .with_rewritten(self.rewritten.remove(&p).unwrap_or_default());
+                        .with_rewritten(rewritten_series(&self.held, &self.flushed, p)?);
                     v.insert(w.with_series_hint(std::mem::take(&mut self.series_hint)))
                 }
             };

@@ -782,8 +782,8 @@ fn concurrent_writes_read_the_same_before_and_after_replay() {
 }
 
 /// A flush's series that a file of the same partition already holds are listed for quick encoding
-/// (`rewritten_series`); new series, files of other partitions and files whose series range misses the
-/// flush's are not.
+/// (`segment::rewritten_series`, per partition the flush writes); new series, files of other partitions
+/// and files whose series range misses the flush's are not.
 #[test]
 fn flushed_series_a_partition_file_holds_are_written_quick() {
     let dir = tempfile::tempdir().unwrap();
@@ -807,9 +807,10 @@ fn flushed_series_a_partition_file_holds_are_written_quick() {
         Arc::new(Segment::open_with_cache(&w.finish().unwrap(), &cache).unwrap())
     };
     let held = [file("a.seg", 0, &[1, 3, 5, 7]), file("b.seg", 0, &[5, 9]), file("c.seg", 1_000, &[2, 3]), file("d.seg", 0, &[50, 60])];
-    let got = rewritten_series(&held, &[2, 3, 4, 5, 9, 10]).unwrap();
-    let want: HashMap<i64, Vec<SeriesId>> = [(0, vec![3, 5, 9]), (1_000, vec![2, 3])].into();
-    assert_eq!(got, want);
-    assert!(rewritten_series(&held, &[100, 200]).unwrap().is_empty());
-    assert!(rewritten_series(&held, &[]).unwrap().is_empty());
+    let listed = |flushed: &[SeriesId], p: i64| crate::segment::rewritten_series(&held, flushed, p).unwrap();
+    assert_eq!(listed(&[2, 3, 4, 5, 9, 10], 0), vec![3, 5, 9]);
+    assert_eq!(listed(&[2, 3, 4, 5, 9, 10], 1_000), vec![2, 3]);
+    assert!(listed(&[2, 3, 4, 5, 9, 10], 2_000).is_empty());
+    assert!(listed(&[100, 200], 0).is_empty());
+    assert!(listed(&[], 0).is_empty());
 }
