@@ -2257,20 +2257,29 @@ pub struct PartitionedWriter {
 /// `flushed`'s (not a flush of new series: TSBS's 10 M hosts) and which has at most
 /// [`REWRITTEN_LISTED_PER_FLUSHED`] times as many blocks as `flushed` has series: a larger file's listing
 /// would cost more than the quick encoding saves, and the flush writes those series at full effort, as
-/// any other.
-pub(crate) fn rewritten_series(held: &[Arc<Segment>], flushed: &[SeriesId], partition_start: i64) -> Result<Vec<SeriesId>> {
+/// any other. A file whose series cannot be listed (a read error) is passed over with a warning: the
+/// choice only sets how hard the flush encodes, and must not fail it.
+pub(crate) fn rewritten_series(held: &[Arc<Segment>], flushed: &[SeriesId], partition_start: i64) -> Vec<SeriesId> {
     let mut out = Vec::new();
-    let (Some(&lo), Some(&hi)) = (flushed.first(), flushed.last()) else { return Ok(out) };
+    let (Some(&lo), Some(&hi)) = (flushed.first(), flushed.last()) else { return out };
     let mut files = 0;
     for s in held.iter().filter(|s| s.id.partition_start == partition_start) {
         let overlaps = s.series_range().is_some_and(|(first, last)| first <= hi && lo <= last);
         if !overlaps || s.n_blocks() > flushed.len().saturating_mul(REWRITTEN_LISTED_PER_FLUSHED) {
             continue;
         }
+        let listed = match s.series() {
+            Ok(listed) => listed,
+            Err(e) => {
+                let path = s.path.display();
+                tracing::warn!(error = %e, segment = %path, "listing a file's series for a flush failed; they are written at full effort");
+                continue;
+            }
+        };
         files += 1;
         // Both ascending: the series of `flushed` that the file holds, by a merge of the two lists.
         let mut i = 0;
-        for sid in s.series()? {
+        for sid in listed {
             i += flushed[i..].partition_point(|f| *f < sid);
             if flushed.get(i) == Some(&sid) {
                 out.push(sid);
@@ -2281,7 +2290,7 @@ pub(crate) fn rewritten_series(held: &[Arc<Segment>], flushed: &[SeriesId], part
         out.sort_unstable();
         out.dedup();
     }
-    Ok(out)
+    out
 }
 
 /// See [`rewritten_series`]: a partition's file is listed only when it has at most this many blocks per
@@ -2381,7 +2390,7 @@ impl PartitionedWriter {
                     let name = segment_file_name(self.table, self.generation, self.generation);
                     let w = SegmentWriter::create(&dir.join(name), id)?
                         .with_delta_hints()
-                        .with_rewritten(rewritten_series(&self.held, &self.flushed, p)?);
+                        .with_rewritten(rewritten_series(&self.held, &self.flushed, p));
                     v.insert(w.with_series_hint(std::mem::take(&mut self.series_hint)))
                 }
             };
