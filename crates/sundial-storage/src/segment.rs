@@ -2262,7 +2262,6 @@ pub struct PartitionedWriter {
 pub(crate) fn rewritten_series(held: &[Arc<Segment>], flushed: &[SeriesId], partition_start: i64) -> Vec<SeriesId> {
     let mut out = Vec::new();
     let (Some(&lo), Some(&hi)) = (flushed.first(), flushed.last()) else { return out };
-    let mut files = 0;
     for s in held.iter().filter(|s| s.id.partition_start == partition_start) {
         let overlaps = s.series_range().is_some_and(|(first, last)| first <= hi && lo <= last);
         if !overlaps || s.n_blocks() > flushed.len().saturating_mul(REWRITTEN_LISTED_PER_FLUSHED) {
@@ -2276,7 +2275,6 @@ pub(crate) fn rewritten_series(held: &[Arc<Segment>], flushed: &[SeriesId], part
                 continue;
             }
         };
-        files += 1;
         // Both ascending: the series of `flushed` that the file holds, by a merge of the two lists.
         let mut i = 0;
         for sid in listed {
@@ -2286,10 +2284,10 @@ pub(crate) fn rewritten_series(held: &[Arc<Segment>], flushed: &[SeriesId], part
             }
         }
     }
-    if files > 1 {
-        out.sort_unstable();
-        out.dedup();
-    }
+    // Listed from several files, series interleave and repeat; from one (the usual flush) they are
+    // already ascending, which the sort passes in linear time.
+    out.sort_unstable();
+    out.dedup();
     out
 }
 
@@ -3290,5 +3288,39 @@ mod tests {
         let va = view(&a, &cols);
         assert!(!va.all.is_empty() && va.rows.iter().flatten().count() > 0);
         assert_eq!(va, view(&b, &cols));
+    }
+
+    /// A flush's series that a file of the same partition already holds are listed for quick encoding
+    /// (`rewritten_series`, per partition the flush writes); new series, files of other partitions
+    /// and files whose series range misses the flush's are not.
+    #[test]
+    fn flushed_series_a_partition_file_holds_are_written_quick() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Arc::new(BlockIndexCache::new(1 << 20));
+        let file = |name: &str, partition_start: i64, series: &[SeriesId]| {
+            let id = SegmentId {
+                db: 1,
+                table: 1,
+                partition_start,
+                partition_ns: 1_000,
+                generation: 1,
+                gen_min: 1,
+                tombstones_applied: 0,
+            };
+            let mut w = SegmentWriter::create(&dir.path().join(name), id).unwrap();
+            for &s in series {
+                let mut c = Column::new(FieldType::Integer);
+                assert!(c.push_value(&Value::Integer(i64::from(s))));
+                w.add_series(&SeriesRows { series: s, ts: vec![partition_start + 1], cols: vec![Some(c)] }, &[0]).unwrap();
+            }
+            Arc::new(Segment::open_with_cache(&w.finish().unwrap(), &cache).unwrap())
+        };
+        let held = [file("a.seg", 0, &[1, 3, 5, 7]), file("b.seg", 0, &[5, 9]), file("c.seg", 1_000, &[2, 3]), file("d.seg", 0, &[50, 60])];
+        let listed = |flushed: &[SeriesId], p: i64| rewritten_series(&held, flushed, p);
+        assert_eq!(listed(&[2, 3, 4, 5, 9, 10], 0), vec![3, 5, 9]);
+        assert_eq!(listed(&[2, 3, 4, 5, 9, 10], 1_000), vec![2, 3]);
+        assert!(listed(&[2, 3, 4, 5, 9, 10], 2_000).is_empty());
+        assert!(listed(&[100, 200], 0).is_empty());
+        assert!(listed(&[], 0).is_empty());
     }
 }

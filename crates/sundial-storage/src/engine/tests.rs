@@ -780,37 +780,3 @@ fn concurrent_writes_read_the_same_before_and_after_replay() {
         assert_eq!(read_all(&e, "db"), live, "round {round}, after flush");
     }
 }
-
-/// A flush's series that a file of the same partition already holds are listed for quick encoding
-/// (`segment::rewritten_series`, per partition the flush writes); new series, files of other partitions
-/// and files whose series range misses the flush's are not.
-#[test]
-fn flushed_series_a_partition_file_holds_are_written_quick() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Arc::new(BlockIndexCache::new(1 << 20));
-    let file = |name: &str, partition_start: i64, series: &[SeriesId]| {
-        let id = crate::segment::SegmentId {
-            db: 1,
-            table: 1,
-            partition_start,
-            partition_ns: 1_000,
-            generation: 1,
-            gen_min: 1,
-            tombstones_applied: 0,
-        };
-        let mut w = crate::segment::SegmentWriter::create(&dir.path().join(name), id).unwrap();
-        for &s in series {
-            let mut c = Column::new(FieldType::Integer);
-            assert!(c.push_value(&Value::Integer(i64::from(s))));
-            w.add_series(&SeriesRows { series: s, ts: vec![partition_start + 1], cols: vec![Some(c)] }, &[0]).unwrap();
-        }
-        Arc::new(Segment::open_with_cache(&w.finish().unwrap(), &cache).unwrap())
-    };
-    let held = [file("a.seg", 0, &[1, 3, 5, 7]), file("b.seg", 0, &[5, 9]), file("c.seg", 1_000, &[2, 3]), file("d.seg", 0, &[50, 60])];
-    let listed = |flushed: &[SeriesId], p: i64| crate::segment::rewritten_series(&held, flushed, p);
-    assert_eq!(listed(&[2, 3, 4, 5, 9, 10], 0), vec![3, 5, 9]);
-    assert_eq!(listed(&[2, 3, 4, 5, 9, 10], 1_000), vec![2, 3]);
-    assert!(listed(&[2, 3, 4, 5, 9, 10], 2_000).is_empty());
-    assert!(listed(&[100, 200], 0).is_empty());
-    assert!(listed(&[], 0).is_empty());
-}
