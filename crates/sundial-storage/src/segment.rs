@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! file    := header chunk* footer trailer
-//! header  := "SDSEG\0\0\0" version:u32 reserved:u32                     (16 bytes)
+//! header  := "SDSEG\0\0\0" version:u32 flags:u32                        (16 bytes; flags: FLAG_QUICK)
 //! chunk   := encoded timestamps or one encoded column of one block (see codec/)
 //! footer  := db:u32 table:u32 partition_start:i64 partition_ns:i64 generation:u64
 //!            gen_min:u64 tombstones_applied:u64
@@ -120,6 +120,15 @@ pub const HOURS_SEGMENT_VERSION: u32 = 6;
 /// [`codec`](crate::codec)); the layout is 4's. 6 adds a block's hour statistics ([`crate::hours`]):
 /// a chunk after its column chunks, referenced from its footer entry.
 pub const VERSION: u32 = 6;
+
+/// Header flag (the header's last `u32`, zero before it existed): some of the file's column chunks were
+/// encoded at [`codec::Effort::Quick`] (a flush's rows that compaction will merge, a merge of a partition
+/// still written to). Compaction rewrites such a file at full effort once its partition is cold, alone if
+/// it is the partition's only file. Readers need not look at it: a quick chunk decodes like any other.
+/// The header is not checksummed: a damaged flag only changes how hard a later merge encodes.
+pub const FLAG_QUICK: u32 = 1;
+/// Where the flags are in the header.
+const HEADER_FLAGS_OFFSET: u64 = 12;
 /// Oldest format version this build still reads.
 pub const VERSION_MIN: u32 = 1;
 pub const TRAILER_BYTES: usize = 32;
@@ -337,6 +346,12 @@ pub struct SegmentWriter {
     pack_hints: Option<DeltaHints>,
     /// Series written at [`codec::Effort::Quick`], ascending ([`SegmentWriter::with_rewritten`]).
     rewritten: Vec<SeriesId>,
+    /// The effort of every block and pack ([`SegmentWriter::with_effort`]); `Full` leaves it to
+    /// `rewritten`.
+    effort: codec::Effort,
+    /// A chunk was written at [`codec::Effort::Quick`], or a pack copied from a [`FLAG_QUICK`] file:
+    /// [`SegmentWriter::finish`] sets the flag.
+    quick_written: bool,
 }
 
 /// Blocks of a column that share one search of pco's delta ([`SegmentWriter::with_delta_hints`]): the
@@ -523,6 +538,8 @@ impl SegmentWriter {
             delta_hints: None,
             pack_hints: None,
             rewritten: Vec::new(),
+            effort: codec::Effort::Full,
+            quick_written: false,
         };
         w.put(&frame::header(MAGIC, version))?;
         Ok(w)
@@ -554,8 +571,19 @@ impl SegmentWriter {
         self
     }
 
+    /// Writes every block and pack at `effort`: a compaction of a partition still written to, whose
+    /// output a later merge rewrites (see [`FLAG_QUICK`]).
+    pub fn with_effort(mut self, effort: codec::Effort) -> SegmentWriter {
+        self.effort = effort;
+        self
+    }
+
     fn effort_of(&self, series: SeriesId) -> codec::Effort {
-        if self.rewritten.binary_search(&series).is_ok() { codec::Effort::Quick } else { codec::Effort::Full }
+        if self.effort == codec::Effort::Quick || self.rewritten.binary_search(&series).is_ok() {
+            codec::Effort::Quick
+        } else {
+            codec::Effort::Full
+        }
     }
 
     /// Carries pco's delta choice for a column from block to block, searching again every
@@ -647,6 +675,10 @@ impl SegmentWriter {
         if src.version != self.version || src.id.partition_start != self.id.partition_start || src.id.partition_ns != self.id.partition_ns {
             return bad("another format version or partition");
         }
+        if src.quick && self.effort == codec::Effort::Full {
+            // Its chunks may be quick ones, which a full-effort file exists to replace.
+            return bad("a file written quick copied into one written at full effort");
+        }
         if members.first().map(|m| m.0) != Some(p.first)
             || members.last().map(|m| m.0) != Some(p.last)
             || members.windows(2).any(|w| w[0].0 >= w[1].0)
@@ -665,6 +697,7 @@ impl SegmentWriter {
         let ts_chunk = refs[0];
         let cols = p.cols.iter().zip(&refs[1..]).map(|(m, chunk)| (m.col, m.ty, *chunk)).collect();
         self.packs.push(PackMeta { rows: p.rows, ts_min: p.ts_min, ts_max: p.ts_max, ts_chunk, cols });
+        self.quick_written |= src.quick;
         let mut row_off = 0;
         for &(series, n_rows) in members {
             self.blocks.push(BlockMeta {
@@ -700,6 +733,7 @@ impl SegmentWriter {
         let unrelated = pack.ts.len() < PACK_DELTA_ROWS_PER_SERIES_MIN * pack.members.len();
         let quick = pack.members.iter().all(|m| self.effort_of(m.series) == codec::Effort::Quick);
         let effort = if quick { codec::Effort::Quick } else { codec::Effort::Full };
+        self.quick_written |= quick;
         let mut cols = Vec::with_capacity(pack.cols.len());
         for (id, c) in &pack.cols {
             if c.validity.iter().all(|v| !*v) {
@@ -752,6 +786,7 @@ impl SegmentWriter {
         let ts = &rows.ts[range.clone()];
         let ts_chunk = self.put_encoded(|out| codec::encode_timestamps(ts, out))?;
         let effort = self.effort_of(rows.series);
+        self.quick_written |= effort == codec::Effort::Quick;
         let mut metas = Vec::new();
         let mut sliced = Vec::new();
         for (col, c) in cols.iter().zip(&rows.cols) {
@@ -821,6 +856,10 @@ impl SegmentWriter {
         self.put(&t)?;
         let io = |e| Error::io(&self.tmp_path, e);
         let f = self.out.into_inner().map_err(|e| io(e.into_error()))?;
+        if self.quick_written {
+            // Known only now; the header was the file's first write.
+            f.write_all_at(&FLAG_QUICK.to_le_bytes(), HEADER_FLAGS_OFFSET).map_err(io)?;
+        }
         f.sync_all().map_err(io)?;
         std::fs::rename(&self.tmp_path, &self.path).map_err(io)?;
         Ok(self.path)
@@ -1264,6 +1303,8 @@ pub struct Segment {
     pub id: SegmentId,
     /// Format version from the header (and trailer): decides the footer layout and the codecs allowed.
     pub version: u32,
+    /// The header's [`FLAG_QUICK`]: compaction rewrites this file at full effort once its partition is cold.
+    pub quick: bool,
     pub file_bytes: u64,
     file: File,
     pub ts_min: i64,
@@ -1669,6 +1710,7 @@ impl Segment {
             path: path.to_path_buf(),
             id,
             version: head_version,
+            quick: u32::from_le_bytes(head[HEADER_FLAGS_OFFSET as usize..][..4].try_into().expect("4 bytes")) & FLAG_QUICK != 0,
             file_bytes,
             file,
             ts_min: groups.iter().map(|g| g.ts_min).min().unwrap_or(0),

@@ -8,7 +8,9 @@
 //! Rules, first match wins:
 //! 1. A file with rows hidden by a tombstone is rewritten (alone) to free the disk.
 //! 2. A *cold* partition (the table has data in a later one) with two files or more is merged whole,
-//!    up to the input limits: a finished day ends as one file, which is what scans want.
+//!    up to the input limits: a finished day ends as one file, which is what scans want. Its only file
+//!    is rewritten alone if it was written quick (see [`crate::segment::FLAG_QUICK`]): merges of a
+//!    partition still written to encode quick, and its last merge encodes at full effort.
 //! 3. With at least [`COMPACTION_TRIGGER_FILES`] files, size-tiered: start from the newest file and add
 //!    older ones while each is at most [`COMPACTION_SIZE_RATIO`] times the total so far. A run of two or
 //!    more is merged. Files therefore grow geometrically from newest to oldest, and a byte is rewritten
@@ -31,6 +33,8 @@ pub struct FileInfo {
     pub bytes: u64,
     /// A tombstone not yet applied to this file hides some of its rows.
     pub dead: bool,
+    /// Written quick ([`crate::segment::FLAG_QUICK`]): rewritten once the partition is cold.
+    pub quick: bool,
 }
 
 /// The run of `files` (sorted by generation, oldest first) to merge next, if any.
@@ -40,11 +44,12 @@ pub fn pick(files: &[FileInfo], cold: bool) -> Option<Range<usize>> {
         return Some(i..i + 1);
     }
     let n = files.len();
-    if n < 2 {
-        return None;
-    }
     if cold {
-        return Some(0..fit_from_oldest(files));
+        return match n {
+            0 => None,
+            1 => files[0].quick.then_some(0..1),
+            _ => Some(0..fit_from_oldest(files)),
+        };
     }
     if n < COMPACTION_TRIGGER_FILES {
         return None;
@@ -84,7 +89,7 @@ mod tests {
     use super::*;
 
     fn file(g: u64, bytes: u64) -> FileInfo {
-        FileInfo { gen_min: g, gen_max: g, bytes, dead: false }
+        FileInfo { gen_min: g, gen_max: g, bytes, dead: false, quick: false }
     }
 
     /// Replays `pick` as a compaction would: the run becomes one file with the summed size.
@@ -94,6 +99,7 @@ mod tests {
             gen_max: files[r.end - 1].gen_max,
             bytes: files[r.clone()].iter().map(|f| f.bytes).sum(),
             dead: false,
+            quick: false,
         };
         files.splice(r, [merged]);
         merged.bytes
@@ -107,6 +113,10 @@ mod tests {
         assert_eq!(pick(&f, false), Some(1..2));
         assert_eq!(pick(&[file(1, 10)], true), None);
         assert_eq!(pick(&[file(1, 1000), file(5, 1)], true), Some(0..2), "a cold partition ends as one file");
+        let quick = FileInfo { quick: true, ..file(1, 10) };
+        assert_eq!(pick(&[quick], false), None, "a hot partition's file written quick waits");
+        assert_eq!(pick(&[quick], true), Some(0..1), "and is rewritten at full effort once cold");
+        assert_eq!(pick(&[], true), None);
     }
 
     /// 10,000 equal flushes into one hot partition: files per partition never pass the bound, and each

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::catalog::{ColId, SeriesId};
+use crate::codec::Effort;
 use crate::error::Result;
 use crate::limits::BLOCK_ROWS_MAX;
 use crate::rows::{self, SeriesRows};
@@ -43,7 +44,10 @@ struct Cursor<'a> {
 /// Merges `inputs` (one table and partition, sorted by generation, a contiguous run) into the file
 /// `path` with identity `id`, applying to each input the tombstones that hide its rows. `cols` lists
 /// every field column of the table. Every byte written goes through `throttle`, if given (the
-/// compaction rate limit). Returns `None` (and writes nothing) when no row survives.
+/// compaction rate limit). `effort` is how hard the rows it encodes are compressed: [`Effort::Quick`] for
+/// a partition still written to (its output is merged again, and the partition's last merge, once it is
+/// cold, is at full effort; see [`segment::FLAG_QUICK`]). A full-effort merge copies no pack of a quick
+/// input. Returns `None` (and writes nothing) when no row survives.
 pub fn merge(
     path: &Path,
     id: SegmentId,
@@ -51,6 +55,7 @@ pub fn merge(
     tombstones: &[Arc<Tombstone>],
     cols: &[(ColId, FieldType)],
     throttle: Option<Arc<TokenBucket>>,
+    effort: Effort,
 ) -> Result<(Option<PathBuf>, MergeStats)> {
     debug_assert!(inputs.windows(2).all(|w| w[0].id.generation < w[1].id.gen_min));
     let layouts: Vec<Layout> = inputs.iter().map(|s| s.layout()).collect::<Result<_>>()?;
@@ -64,7 +69,7 @@ pub fn merge(
         .collect();
     let col_ids: Vec<ColId> = cols.iter().map(|c| c.0).collect();
     let types: Vec<FieldType> = cols.iter().map(|c| c.1).collect();
-    let mut w = SegmentWriter::create(path, id)?.with_throttle(throttle).with_series_hint(series.len());
+    let mut w = SegmentWriter::create(path, id)?.with_throttle(throttle).with_series_hint(series.len()).with_effort(effort);
     let mut stats = MergeStats::default();
     // Series are visited in ascending order: each input's walker keeps its last decoded footer group, so
     // a group is decoded about once per merge even when the block-index cache cannot keep it.
@@ -73,7 +78,7 @@ pub fn merge(
     let mut i = 0;
     while i < series.len() {
         let s = series[i];
-        if let Some((k, p)) = packs.copyable_at(s, inputs, &layouts, &hiding) {
+        if let Some((k, p)) = packs.copyable_at(s, inputs, &layouts, &hiding, effort) {
             let members = layouts[k].members(p);
             w.copy_pack(&inputs[k], p, members)?;
             stats.rows_in += u64::from(p.rows);
@@ -112,8 +117,16 @@ struct PackCursor {
 impl PackCursor {
     /// The pack starting at series `s` that can be copied as it is, and its input: its input is the only
     /// one with a series in the pack's range (so its rows are the last write of each, and it keeps the
-    /// output in series order), no tombstone hides rows of it, and it is in the format this build writes.
-    fn copyable_at<'l>(&mut self, s: SeriesId, inputs: &[Arc<Segment>], layouts: &'l [Layout], hiding: &[Vec<&Tombstone>]) -> Option<(usize, &'l PackSpan)> {
+    /// output in series order), no tombstone hides rows of it, it is in the format this build writes, and
+    /// its chunks may be quick ones only if the output's may.
+    fn copyable_at<'l>(
+        &mut self,
+        s: SeriesId,
+        inputs: &[Arc<Segment>],
+        layouts: &'l [Layout],
+        hiding: &[Vec<&Tombstone>],
+        effort: Effort,
+    ) -> Option<(usize, &'l PackSpan)> {
         for (k, l) in layouts.iter().enumerate() {
             let next = &mut self.next[k];
             while l.packs.get(*next).is_some_and(|p| p.last < s) {
@@ -124,7 +137,8 @@ impl PackCursor {
             let untouched = hiding[k]
                 .iter()
                 .all(|t| !t.overlaps(p.ts_min, p.ts_max) || !l.members(p).iter().any(|m| t.matches_series(m.0)));
-            return (alone && untouched && inputs[k].version == segment::VERSION).then_some((k, p));
+            let effort_ok = effort == Effort::Quick || !inputs[k].quick;
+            return (alone && untouched && effort_ok && inputs[k].version == segment::VERSION).then_some((k, p));
         }
         None
     }
@@ -254,7 +268,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let segs: Vec<Arc<Segment>> = inputs.iter().map(|(g, series)| segment(dir.path(), *g, series)).collect();
         let out_id = SegmentId { gen_min: inputs[0].0, ..id(inputs[inputs.len() - 1].0) };
-        let (path, stats) = merge(&dir.path().join("out.seg"), out_id, &segs, tombstones, &COLS, None).unwrap();
+        let (path, stats) = merge(&dir.path().join("out.seg"), out_id, &segs, tombstones, &COLS, None, Effort::Full).unwrap();
         let out = Segment::open_with_cache(&path.unwrap(), &Arc::new(BlockIndexCache::new(1 << 20))).unwrap();
         let got = read_all(&out);
         assert_eq!(got.len() as u64, stats.rows_out);
@@ -328,7 +342,7 @@ mod tests {
         assert_eq!(read_all(&quick), read_all(&full));
         let merged = |input: &Arc<Segment>, name: &str| {
             let out_id = SegmentId { gen_min: 1, ..id(2) };
-            let (path, stats) = merge(&dir.path().join(name), out_id, &[older.clone(), input.clone()], &[], &COLS, None).unwrap();
+            let (path, stats) = merge(&dir.path().join(name), out_id, &[older.clone(), input.clone()], &[], &COLS, None, Effort::Full).unwrap();
             assert_eq!((stats.rows_in, stats.rows_out, stats.packs_copied), (2 * 100 * 440, 2 * 100 * 440, 0));
             std::fs::read(path.unwrap()).unwrap()
         };

@@ -38,6 +38,7 @@ use parking_lot::{Condvar, Mutex};
 
 use super::{Engine, Inner, io, sync_dir};
 use crate::catalog::{CatalogEntry, ColId, DbId, SeriesId, TableId};
+use crate::codec::Effort;
 use crate::compaction::{self, FileInfo};
 use crate::error::{Error, Result};
 use crate::limits;
@@ -130,6 +131,11 @@ struct Job {
     tombstones: Vec<Arc<Tombstone>>,
     tombstones_applied: u64,
     cols: Vec<(ColId, FieldType)>,
+    /// Quick for a size-tiered merge of a partition that turns write-cold if no write comes
+    /// ([`Cold::Later`]): it will be merged again at full effort (picker rule 2 at the latest), so its
+    /// rows are not worth full effort now. Full for the partition's merge once cold, for a rewrite that
+    /// frees deleted rows, and where write-cold merging is off (no later merge is sure to come).
+    effort: Effort,
 }
 
 enum Claim {
@@ -481,6 +487,8 @@ impl Inner {
         let tombstones = self.tombstones.read().clone();
         self.find_in_partitions(&tombstones, skip, |key, part, infos, cold| {
             let run = compaction::pick(infos, cold.now())?;
+            let later = cold == Cold::Later && !infos[run.clone()].iter().any(|f| f.dead);
+            let effort = if later { Effort::Quick } else { Effort::Full };
             let (db, table, _) = key;
             let mut cols: Vec<(ColId, FieldType)> = self.table_field_types(db, table)?.into_iter().collect();
             cols.sort_unstable_by_key(|c| c.0);
@@ -491,6 +499,7 @@ impl Inner {
                 tombstones_applied: table_tombs.iter().map(|t| t.id).max().unwrap_or(0),
                 tombstones: table_tombs.to_vec(),
                 cols,
+                effort,
             })
         })
     }
@@ -557,7 +566,7 @@ impl Inner {
         let dir = job.inputs[0].path.parent().map(std::path::Path::to_path_buf).ok_or_else(|| Error::internal("segment without a directory"))?;
         let path = dir.join(segment_file_name(table, id.gen_min, id.generation));
         let started = Instant::now();
-        let (out, stats) = compaction::task::merge(&path, id, &job.inputs, &job.tombstones, &job.cols, self.compaction_throttle.clone())?;
+        let (out, stats) = compaction::task::merge(&path, id, &job.inputs, &job.tombstones, &job.cols, self.compaction_throttle.clone(), job.effort)?;
         if out.is_some() {
             sync_dir(&dir)?;
         }
@@ -621,7 +630,7 @@ fn file_info(s: &Segment, tombstones: &[Arc<Tombstone>]) -> FileInfo {
     let dead = tombstones
         .iter()
         .any(|t| t.id > s.id.tombstones_applied && t.hides_generation(s.id.generation) && hides_rows_of(s, t, false));
-    FileInfo { gen_min: s.id.gen_min, gen_max: s.id.generation, bytes: s.file_bytes, dead }
+    FileInfo { gen_min: s.id.gen_min, gen_max: s.id.generation, bytes: s.file_bytes, dead, quick: s.quick }
 }
 
 /// [`Segment::has_rows_hidden_by`], or `on_error` (logged) when the segment's block index can no longer

@@ -115,7 +115,8 @@ fn compaction_status_counts_waiting_partitions_until_they_are_merged() {
     assert_eq!(files.values().copied().collect::<Vec<_>>(), vec![trigger; 2], "status merged nothing");
     let r = e.compact_now().unwrap();
     assert!(r.jobs >= 2, "{r:?}");
-    assert_eq!(e.compaction_status(), idle, "after compact_now");
+    // The hot partition's merge was quick: its one file waits to turn write-cold for a full-effort rewrite.
+    assert_eq!(e.compaction_status(), CompactionStatus { write_cold_later: 1, ..idle }, "after compact_now");
 }
 
 /// A partition whose files are all older than `compact_full_write_cold` is merged whole, like a past
@@ -158,6 +159,69 @@ fn a_write_cold_partition_is_merged_into_one_file() {
     assert_eq!(e.compact_now().unwrap().jobs, 0);
     assert_eq!(e.partition_files(db, t).values().copied().collect::<Vec<_>>(), vec![2]);
     assert_eq!(e.compaction_status(), CompactionStatus { running: 0, pending: 0, write_cold_later: 0 });
+}
+
+/// The segment files under `dir`, opened.
+fn segment_files(dir: &Path) -> Vec<Segment> {
+    walk(dir).iter().filter(|p| p.extension().is_some_and(|x| x == "seg")).map(|p| Segment::open(p).unwrap()).collect()
+}
+
+/// Merges of a partition still written to encode quick and mark their file (`segment::FLAG_QUICK`); once
+/// the partition is write-cold, its one quick file is rewritten alone at full effort, into the very bytes
+/// that full-effort merges all along give (an engine whose write-cold merging is off, so whose hot merges
+/// are at full effort). The rows read the same at every step, and across a restart.
+#[test]
+fn a_hot_partition_merged_quick_ends_as_the_full_effort_file_once_write_cold() {
+    let flushes = crate::limits::COMPACTION_TRIGGER_FILES as i64;
+    let run = |dir: &Path, write_cold: Duration| {
+        let mut c = config(dir);
+        c.compact_full_write_cold = write_cold;
+        let e = Engine::open(c).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut v = [0i64; 8];
+        for k in 0..flushes {
+            let mut pts = Vec::new();
+            for i in 0..1500 {
+                for (h, host) in ["a", "b", "c", "d", "e", "f", "g", "h"].iter().enumerate() {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    v[h] += (x % 9) as i64 - 4;
+                    pts.push(point(host, (k * 1500 + i) * 10_000_000_000, v[h]));
+                }
+            }
+            e.write("db", &pts).unwrap();
+            e.flush().unwrap();
+        }
+        assert_eq!(e.compact_now().unwrap().jobs, 1, "the size-tiered merge of the trigger's equal files");
+        e
+    };
+    let (quick_dir, full_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let e = run(quick_dir.path(), Duration::from_millis(300));
+    let full = run(full_dir.path(), Duration::ZERO);
+    let (merged_quick, merged_full) = (segment_files(quick_dir.path()), segment_files(full_dir.path()));
+    assert_eq!((merged_quick.len(), merged_full.len()), (1, 1));
+    assert!(merged_quick[0].quick && !merged_full[0].quick);
+    assert!(merged_quick[0].file_bytes > merged_full[0].file_bytes, "{} against {}", merged_quick[0].file_bytes, merged_full[0].file_bytes);
+    let rows = read_all(&full);
+    assert_eq!(rows.len(), 8 * 1500 * flushes as usize);
+    assert_eq!(read_all(&e), rows);
+    assert_eq!(e.compaction_status(), CompactionStatus { running: 0, pending: 0, write_cold_later: 1 }, "the quick file waits");
+
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(e.compact_now().unwrap().jobs, 1, "write-cold: the quick file rewritten alone");
+    assert_eq!(e.compaction_status(), CompactionStatus { running: 0, pending: 0, write_cold_later: 0 });
+    let rewritten = segment_files(quick_dir.path());
+    assert_eq!(rewritten.len(), 1);
+    assert!(!rewritten[0].quick);
+    assert_eq!(rewritten[0].path.file_name(), merged_full[0].path.file_name());
+    assert_eq!(std::fs::read(&rewritten[0].path).unwrap(), std::fs::read(&merged_full[0].path).unwrap());
+    assert_eq!(read_all(&e), rows);
+    drop(e);
+    let e = Engine::open(config(quick_dir.path())).unwrap();
+    assert_eq!(read_all(&e), rows);
+    assert_eq!(e.compact_now().unwrap().jobs, 0, "nothing left to rewrite");
 }
 
 /// Background compaction (threads on, woken by flushes) bounds read amplification too; the test waits
