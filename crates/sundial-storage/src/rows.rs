@@ -155,30 +155,48 @@ pub fn merge(mut sources: Vec<SeriesRows>, types: &[FieldType]) -> Option<Series
 
 fn concat(sources: Vec<SeriesRows>, types: &[FieldType]) -> SeriesRows {
     let n: usize = sources.iter().map(SeriesRows::len).sum();
-    let series = sources[0].series;
-    let mut ts = Vec::with_capacity(n);
-    let mut cols: Vec<Option<Column>> = vec![None; types.len()];
-    let mut filled = 0;
-    for s in sources {
-        for (i, c) in s.cols.into_iter().enumerate() {
-            match (&mut cols[i], c) {
-                (Some(dst), Some(src)) => dst.extend(&src),
-                (Some(dst), None) => dst.extend(&Column::nulls(types[i], s.ts.len())),
-                (dst @ None, Some(src)) => {
-                    let mut col = Column::nulls(types[i], filled);
-                    col.extend(&src);
-                    *dst = Some(col);
-                }
-                (None, None) => {}
-            }
-        }
-        filled += s.ts.len();
-        for c in cols.iter_mut().flatten() {
-            debug_assert_eq!(c.len(), filled);
-        }
-        ts.extend_from_slice(&s.ts);
+    let mut out = SeriesRows { series: sources[0].series, ts: Vec::with_capacity(n), cols: vec![None; types.len()] };
+    for s in &sources {
+        append(&mut out, s, types);
     }
-    SeriesRows { series, ts, cols }
+    out
+}
+
+/// Appends `src`'s rows after `dst`'s (the caller has checked that they come later): a column only one
+/// side has gets nulls on the other.
+fn append(dst: &mut SeriesRows, src: &SeriesRows, types: &[FieldType]) {
+    let filled = dst.ts.len();
+    for (i, (d, c)) in dst.cols.iter_mut().zip(&src.cols).enumerate() {
+        match (d, c) {
+            (Some(d), Some(c)) => d.extend(c),
+            (Some(d), None) => d.extend(&Column::nulls(types[i], src.ts.len())),
+            (d @ None, Some(c)) => {
+                let mut col = Column::nulls(types[i], filled);
+                col.extend(c);
+                *d = Some(col);
+            }
+            (None, None) => {}
+        }
+    }
+    dst.ts.extend_from_slice(&src.ts);
+    debug_assert!(dst.cols.iter().flatten().all(|c| c.len() == dst.ts.len()));
+}
+
+/// [`merge`] of `older` and `newer` into `older`, in place when every row of `newer` comes after
+/// `older`'s (a compaction's time windows arrive in that order): the rows so far are not copied again.
+pub fn merge_into(older: &mut SeriesRows, newer: SeriesRows, types: &[FieldType]) {
+    if newer.is_empty() {
+        return;
+    }
+    if older.is_empty() {
+        *older = newer;
+    } else if older.ts.last() < newer.ts.first() {
+        append(older, &newer, types);
+    } else {
+        let series = older.series;
+        let o = std::mem::replace(older, SeriesRows { series, ts: Vec::new(), cols: Vec::new() });
+        *older = merge(vec![o, newer], types).expect("two non-empty sources");
+    }
 }
 
 fn merge_overlapping(sources: &[SeriesRows], types: &[FieldType]) -> SeriesRows {
@@ -241,6 +259,31 @@ mod tests {
         assert_eq!(m.ts, vec![1, 2, 3]);
         let c = m.cols[0].as_ref().unwrap();
         assert_eq!(c.validity, vec![true, true, false]);
+    }
+
+    /// `merge_into` gives `merge`'s rows: appended in place when the newer rows come later (a column
+    /// only one side has padded with nulls), merged last-write-wins when they overlap.
+    #[test]
+    fn merge_into_appends_later_rows_in_place_and_merges_overlaps() {
+        let types = [FieldType::Integer, FieldType::Integer];
+        let two = |ts: &[i64], a: Option<SeriesRows>, b: Option<SeriesRows>| SeriesRows {
+            series: 7,
+            ts: ts.to_vec(),
+            cols: vec![a.and_then(|r| r.cols[0].clone()), b.and_then(|r| r.cols[0].clone())],
+        };
+        let cases = [
+            (two(&[1, 2], Some(rows(&[1, 2], &[Some(1), None])), None), two(&[3], None, Some(rows(&[3], &[Some(30)])))),
+            (two(&[1, 5], Some(rows(&[1, 5], &[Some(1), Some(5)])), None), two(&[2, 5], Some(rows(&[2, 5], &[Some(2), Some(50)])), None)),
+            (two(&[], None, None), two(&[4], Some(rows(&[4], &[Some(4)])), None)),
+            (two(&[4], Some(rows(&[4], &[Some(4)])), None), two(&[], None, None)),
+        ];
+        for (older, newer) in cases {
+            let want = merge(vec![older.clone(), newer.clone()], &types);
+            let mut got = older.clone();
+            merge_into(&mut got, newer, &types);
+            got.check().unwrap();
+            assert_eq!(Some(got), want.or(Some(older)));
+        }
     }
 
     #[test]
