@@ -1,0 +1,32 @@
+#!/bin/bash
+# settled.sh BIN FILE [server flags...]: ../2026-11-27-xeon-level/committed.sh's load and count (time until
+# `SELECT count(usage_user)` sees every row, and the server's CPU then), then waits until /debug/vars shows
+# compaction idle (nothing running, due, or waiting for the partition to turn write-cold: 20 s after its
+# last file, as bench/compare runs the server) and prints that time, the server's CPU then, and the data
+# directory's size (memtables flushed too: 10 s after the last write, `--flush-idle-secs`, as bench/compare
+# waits). PERF=1 PERFARGS="..." records the server with perf until committed.
+BIN=$1; F=$2; shift 2
+. "$(dirname "$0")/../2026-11-23-vm/serve.sh"
+PORT=18766
+start_load_test "$BIN" $PORT "$@" || exit 1
+if [ -n "$PERF" ]; then perf record $PERFARGS -o ${TMPDIR:-/tmp}/perf-load.data -p $SP > /dev/null 2>&1 & PP=$!; fi
+cpu() { awk '{printf "%.2f", ($14+$15)/100}' /proc/$SP/stat; }
+T0=$(date +%s.%N)
+"$TSBS_BIN/tsbs_load_influx" --urls=http://127.0.0.1:$PORT --db-name=benchmark --workers=2 --batch-size=10000 --gzip=false --do-create-db=false --reporting-period=0s --file=$F 2>&1 | grep -E "^loaded"
+ROWS=$(wc -l < $F)
+while :; do
+  n=$(curl -s -G 127.0.0.1:$PORT/query --data-urlencode db=benchmark --data-urlencode 'q=SELECT count(usage_user) FROM cpu' | grep -o '"values":\[\[[^]]*' | grep -o '[0-9]*$')
+  [ "$n" = "$ROWS" ] && break; sleep 0.05
+done
+T2=$(date +%s.%N)
+[ -n "$PERF" ] && { kill -INT $PP; wait $PP; }
+echo "committed $(echo "$T2 - $T0" | bc) s = $(echo "$ROWS/($T2-$T0)" | bc) rows/s, server cpu $(cpu) s, $(grep VmHWM /proc/$SP/status | tr -s ' ')"
+idle=0
+while [ $idle -lt 3 ]; do
+  sleep 0.5
+  c=$(curl -s 127.0.0.1:$PORT/debug/vars | python3 -c 'import json,sys; v=json.load(sys.stdin)["sundial"]; c=v["compaction"]; print(v["memtable_rows"]+c["running"]+c["pending"]+c["write_cold_later"])')
+  [ "$c" = 0 ] && idle=$((idle+1)) || idle=0
+done
+T3=$(date +%s.%N)
+echo "settled $(echo "$T3 - $T0" | bc) s, server cpu $(cpu) s, data $(du -sm $CACHE/scratch/loadtest | cut -f1) MiB, files $(find $CACHE/scratch/loadtest -name '*.seg' | wc -l)"
+stop_sundial
