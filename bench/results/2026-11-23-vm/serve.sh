@@ -42,6 +42,17 @@ create_benchmark_db() {
     curl -s -XPOST "127.0.0.1:$1/query" --data-urlencode 'q=CREATE DATABASE benchmark' > /dev/null
 }
 
+# row_count PORT: what `SELECT count(usage_user) FROM cpu` in `benchmark` returns now (empty if nothing).
+row_count() {
+    curl -s -G "127.0.0.1:$1/query" --data-urlencode db=benchmark --data-urlencode 'q=SELECT count(usage_user) FROM cpu' |
+        grep -o '"values":\[\[[^]]*' | grep -o '[0-9]*$'
+}
+
+# wait_for_rows PORT ROWS: returns once row_count sees ROWS (every row committed), polling every 50 ms.
+wait_for_rows() {
+    until [ "$(row_count "$1")" = "$2" ]; do sleep 0.05; done
+}
+
 # load_influx PORT LOG [FILE]: tsbs_load_influx into `benchmark` (2 workers, batches of 10,000 rows, as
 # bench/compare runs it), from FILE or else from standard input; its output goes to LOG.
 load_influx() {

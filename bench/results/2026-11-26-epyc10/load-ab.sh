@@ -15,10 +15,7 @@ for SPEC in "$@"; do
   create_benchmark_db $PORT
   t0=$(date +%s.%N); c0=$(awk '{print $14+$15}' /proc/$SP/stat)
   load_influx $PORT $W/load.log "$FILE"
-  while :; do
-    n=$(curl -s -G 127.0.0.1:$PORT/query --data-urlencode db=benchmark --data-urlencode 'q=SELECT count(usage_user) FROM cpu' | grep -o '"values":\[\[[^]]*' | grep -o '[0-9]*$')
-    [ "$n" = "$ROWS" ] && break; sleep 0.05
-  done
+  wait_for_rows $PORT $ROWS
   t1=$(date +%s.%N); c1=$(awk '{print $14+$15}' /proc/$SP/stat)
   printf "minflt %s %-30s committed %6.2f s = %7.0f rows/s  server cpu %6.2f s\n" "$(awk '{print $10}' /proc/$SP/stat)" "$(basename "$SPEC")" \
     "$(echo "$t1-$t0" | bc)" "$(echo "$ROWS/($t1-$t0)" | bc)" "$(echo "($c1-$c0)/100" | bc -l)"

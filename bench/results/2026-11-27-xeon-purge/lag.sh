@@ -12,7 +12,7 @@ if [ -n "$PERF" ]; then perf record -F 999 --call-graph dwarf,16384 -o ${TMPDIR:
 ROWS=$(wc -l < $F)
 while :; do
   a=$(date +%s.%N)
-  n=$(curl -s -G 127.0.0.1:$PORT/query --data-urlencode db=benchmark --data-urlencode 'q=SELECT count(usage_user) FROM cpu' | grep -o '"values":\[\[[^]]*' | grep -o '[0-9]*$')
+  n=$(row_count $PORT)
   b=$(date +%s.%N)
   echo "count $n took $(echo "$b - $a" | bc | cut -c1-5) s at $(echo "$b - $T1" | bc | cut -c1-5) s after the loader"
   [ "$n" = "$ROWS" ] && break; sleep 0.05

@@ -14,10 +14,7 @@ cpu() { awk '{printf "%.2f", ($14+$15)/100}' /proc/$SP/stat; }
 T0=$(date +%s.%N)
 "$TSBS_BIN/tsbs_load_influx" --urls=http://127.0.0.1:$PORT --db-name=benchmark --workers=2 --batch-size=10000 --gzip=false --do-create-db=false --reporting-period=0s --file=$F 2>&1 | grep -E "^loaded"
 ROWS=$(wc -l < $F)
-while :; do
-  n=$(curl -s -G 127.0.0.1:$PORT/query --data-urlencode db=benchmark --data-urlencode 'q=SELECT count(usage_user) FROM cpu' | grep -o '"values":\[\[[^]]*' | grep -o '[0-9]*$')
-  [ "$n" = "$ROWS" ] && break; sleep 0.05
-done
+wait_for_rows $PORT $ROWS
 T2=$(date +%s.%N)
 [ -n "$PERF" ] && { kill -INT $PP; wait $PP; }
 echo "committed $(echo "$T2 - $T0" | bc) s = $(echo "$ROWS/($T2-$T0)" | bc) rows/s, server cpu $(cpu) s, $(grep VmHWM /proc/$SP/status | tr -s ' ')"
