@@ -59,6 +59,9 @@ pub(super) static HOURS_SKIPPED: std::sync::atomic::AtomicUsize = std::sync::ato
 /// `GROUP BY time()` answers written from the accumulators (`Ctx::folded_series`), not from rows.
 #[cfg(test)]
 pub(super) static WRITTEN_FROM_FOLDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Of those, answers made by two threads, half the groups each (`FOLDED_PARALLEL_ROWS_MIN`).
+#[cfg(test)]
+pub(super) static WRITTEN_IN_HALVES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// Narrowed statements whose answer did not start at the bound, read again whole.
 #[cfg(test)]
 pub(super) static WIDENED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -2167,7 +2170,12 @@ mod tests {
                     .collect::<Vec<_>>(),
             )
             // TSBS's high-cpu shapes: a field condition, alone and with a tag.
-            .chain(["SELECT * FROM m WHERE a > 1.5".to_string(), "SELECT * FROM m WHERE n > 90.0 AND host = 'h1'".to_string()]);
+            .chain(["SELECT * FROM m WHERE a > 1.5".to_string(), "SELECT * FROM m WHERE n > 90.0 AND host = 'h1'".to_string()])
+            // Answers of more rows than one thread makes (groups × buckets ≥ FOLDED_PARALLEL_ROWS_MIN):
+            // written by two, in halves, in the same order.
+            .chain(["fill(null)", "fill(none)", "fill(previous)"].map(|f| {
+                format!("SELECT mean(a), count(n), max(b) FROM m WHERE time >= {T0} AND time < {} GROUP BY time(1s), host {f}", T0 + 400 * SEC)
+            }));
         let random: Vec<String> = (0..500).map(|_| statement(&mut rng)).collect();
         for q in fixed.chain(random) {
             let before = super::PLANNED.load(std::sync::atomic::Ordering::Relaxed);
@@ -2195,5 +2203,7 @@ mod tests {
         assert!(skipped > 10, "only {skipped} hours were left unread by raw reads' conditions");
         let from_folds = super::WRITTEN_FROM_FOLDS.load(std::sync::atomic::Ordering::Relaxed);
         assert!(from_folds > 50, "only {from_folds} answers were written from the accumulators");
+        let halves = super::WRITTEN_IN_HALVES.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(halves >= 2, "only {halves} answers were written by two threads");
     }
 }
