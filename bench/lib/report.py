@@ -261,6 +261,19 @@ def _peers_in(results, sc):
     return [r for r in results if r["scenario"] == sc]
 
 
+def page_cache_note(results) -> str:
+    """How the loads read their data files: from the page cache (bench/compare reads each file in before the
+    load's clock starts) for every pair, or not for some (pairs run before it did, or files too large)."""
+    loads = [r["load"] for r in results if isinstance(r.get("load"), dict) and r["load"].get("data_mode") == "file"]
+    if not loads:
+        return ""
+    cached = sum(1 for l in loads if l.get("data_file_cached"))
+    if cached == len(loads):
+        return ", each data file read into the page cache before its load's clock starts"
+    return (f"; data file read into the page cache before the load for {cached} of {len(loads)} pairs (the others "
+            "may have read it from disk, at the loader's CPU cost on the shared cores)")
+
+
 def markdown(results, checks, summary, chart_files, chart_error) -> str:
     if not results:
         return "# bench/compare\n\nNo results yet.\n"
@@ -275,7 +288,8 @@ def markdown(results, checks, summary, chart_files, chart_error) -> str:
            f"first pair: {' '.join(m['loadavg_at_start'])}. Git: `{first['git'].get('commit')}`"
            f"{' (dirty)' if first['git'].get('dirty') else ''}.", "",
            "Command(s): " + ", ".join(sorted({f"`{r['command']}`" for r in results})), "",
-           f"Load: TSBS loaders, {first['config']['workers']} workers, batch {first['config']['batch_size']}; "
+           f"Load: TSBS loaders, {first['config']['workers']} workers, batch {first['config']['batch_size']}"
+           f"{page_cache_note(results)}; "
            f"queries: {first['config']['queries_per_type']} per type at "
            f"{', '.join(map(str, first['config']['query_workers']))} worker(s); answers of the first "
            f"{first['config']['check_queries']} queries of each type cross-checked. Settle: "
