@@ -1,4 +1,4 @@
-# qab.sh BIN... : per binary in turn (twice round), the s2 data dir served, then double-groupby-1 and lastpoint run 3 times each
+# qab.sh BIN... : per binary in turn (twice round), the settled s2 data dir served, then double-groupby-1, lastpoint and double-groupby-5 run 4 times each (20 queries a run)
 source "$(dirname "$0")/../../2026-11-23-vm/serve.sh"
 cd $CACHE/tsbs
 for round in 1 2; do
