@@ -859,8 +859,8 @@ impl Ctx<'_> {
 }
 
 /// `GROUP BY time()` answers of at least this many rows (groups × buckets) are made from the folds by
-/// two threads ([`Ctx::folded_series`]): about 70 ns a row, some milliseconds, where starting and
-/// joining a thread costs 0.1–0.25 ms here.
+/// two threads ([`Ctx::folded_series`]): at about 70 ns a row that is 0.6 ms of work or more, where
+/// starting and joining a thread costs 0.1–0.25 ms here.
 const FOLDED_PARALLEL_ROWS_MIN: usize = 8_192;
 
 /// One bucket of a group: its start (0 without `GROUP BY time()`), which of the group's output rows
