@@ -201,8 +201,8 @@ pub(crate) fn decode(
         return Err(format!("hour statistics cover the wrong number of hours (the block touches {n})"));
     }
     // Per hour of the block: its rows, then (per section read) the column's values. On the stack for a
-    // block of up to a day and a half, as a partition's are: two allocations per block were a tenth of
-    // this function's time in an hourly rollup of 4,000 hosts.
+    // block of up to a day and a half, as a partition's are, rather than two allocations per block (an
+    // hourly rollup of 4,000 hosts decodes 4,000 blocks; not measured on its own).
     let (mut rows_stack, mut counts_stack) = ([0u32; HOURS_ON_STACK], [0u32; HOURS_ON_STACK]);
     let (mut rows_heap, mut counts_heap) = (Vec::new(), Vec::new());
     let (rows, counts): (&mut [u32], &mut [u32]) = if n <= HOURS_ON_STACK {
