@@ -169,7 +169,7 @@ fn append(dst: &mut SeriesRows, src: &SeriesRows, types: &[FieldType]) {
     for (i, (d, c)) in dst.cols.iter_mut().zip(&src.cols).enumerate() {
         match (d, c) {
             (Some(d), Some(c)) => d.extend(c),
-            (Some(d), None) => d.extend(&Column::nulls(types[i], src.ts.len())),
+            (Some(d), None) => d.push_nulls(src.ts.len()),
             (d @ None, Some(c)) => {
                 let mut col = Column::nulls(types[i], filled);
                 col.extend(c);

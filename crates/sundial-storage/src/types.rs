@@ -146,9 +146,7 @@ impl Column {
     /// A column of `n` nulls.
     pub fn nulls(ty: FieldType, n: usize) -> Column {
         let mut c = Column::with_capacity(ty, n);
-        for _ in 0..n {
-            c.push_null();
-        }
+        c.push_nulls(n);
         c
     }
 
