@@ -253,14 +253,18 @@ pub struct KnownKey {
 pub struct KeyProbe<'e> {
     inner: &'e Inner,
     db: DbId,
+    /// Where the cache held the key last found: the next key is tried after it first
+    /// (`series_keys.rs`: devices reporting in turn).
+    prev: std::cell::Cell<Option<u32>>,
 }
 
 impl KeyProbe<'_> {
     /// What the cache holds for `key` now: the series it named when it was written.
     pub fn get(&self, key: &str) -> Option<KnownKey> {
         let keys = self.inner.series_keys.read();
-        let hash = keys.hash(self.db, key);
-        keys.get(hash, self.db, key).map(|(table, series)| KnownKey { db: self.db, hash, table, series })
+        let f = keys.find_near(self.prev.get(), self.db, key).ok()?;
+        self.prev.set(Some(f.at));
+        Some(KnownKey { db: self.db, hash: f.hash, table: f.table, series: f.series })
     }
 }
 
@@ -583,7 +587,7 @@ impl Engine {
     /// A [`KeyProbe`] of database `db`, or `None` if there is no such database.
     pub fn key_probe(&self, db: &str) -> Option<KeyProbe<'_>> {
         let db = self.inner.catalog.read().db(db)?.id;
-        Some(KeyProbe { inner: &self.inner, db })
+        Some(KeyProbe { inner: &self.inner, db, prev: Default::default() })
     }
 
     /// Writes rows to database `db`. Lines that conflict with the schema are rejected one by one; the
@@ -1087,6 +1091,8 @@ impl Inner {
         let mut shape: Option<(usize, RowShape)> = None;
         let mut new_run = 0;
         let mut firsts: Vec<(usize, usize)> = Vec::new();
+        // Where the cache held the last key found (`series_keys.rs`: devices reporting in turn).
+        let mut prev: Option<u32> = None;
         for (i, p) in points.iter().enumerate() {
             if i > 0 && i % PRELOOKUP_BUMP_ROWS == 0 {
                 RwLockReadGuard::bump(&mut cat);
@@ -1108,8 +1114,14 @@ impl Inner {
                     }
                 }
             }
-            let h = p.key.map(|key| keys.hash(db_id, key));
-            let mut seen = p.key.zip(h).and_then(|(key, h)| keys.get(h, db_id, key));
+            let (h, mut seen) = match p.key.map(|key| keys.find_near(prev, db_id, key)) {
+                None => (None, None),
+                Some(Ok(f)) => {
+                    prev = Some(f.at);
+                    (Some(f.hash), Some((f.table, f.series)))
+                }
+                Some(Err(h)) => (Some(h), None),
+            };
             if seen.is_none() && new_run < PRELOOKUP_NEW_RUN_MAX {
                 let Some(d) = cat.db_by_id(db_id) else { break };
                 // A row the catalog refuses (a type conflict) is the resolve's to report.

@@ -692,15 +692,22 @@ pub const SERIES_OVERHEAD_BYTES: usize = 2 * (std::mem::size_of::<(SeriesId, Ser
 /// (a cache miss each, then freeing them in the map's order: a tenth of the server's CPU loading TSBS's
 /// 10 M hosts went to the flush reading and freeing these buffers). The map is 8 bytes per series, so
 /// its probes on the write path touch a tenth of the memory they did.
+///
+/// A write first tries the buffer after the one it wrote last (`next`): devices that report in turn
+/// write in the same order each round, the order of the vector, so the map is seldom probed. Its
+/// probes, two cache misses each at random places, were 8.5 % of the server's CPU loading 100,000
+/// hosts (TSBS scenario 3: a request's 10,000 rows are 10,000 hosts).
 #[derive(Debug, Default)]
 pub struct SeriesMap {
     pos: HashMap<SeriesId, u32>,
     bufs: Vec<(SeriesId, SeriesBuf)>,
+    /// The position after the buffer last written to, a guess checked against the series id there.
+    next: usize,
 }
 
 impl SeriesMap {
     fn with_capacity(n: usize) -> SeriesMap {
-        SeriesMap { pos: HashMap::with_capacity_and_hasher(n, Default::default()), bufs: Vec::with_capacity(n) }
+        SeriesMap { pos: HashMap::with_capacity_and_hasher(n, Default::default()), bufs: Vec::with_capacity(n), next: 0 }
     }
 
     pub fn len(&self) -> usize {
@@ -742,15 +749,21 @@ impl SeriesMap {
 
     /// `series`' buffer, made with `make` first if the series has none; `make` runs only then.
     fn get_or_insert_with(&mut self, series: SeriesId, make: impl FnOnce() -> SeriesBuf) -> &mut SeriesBuf {
-        let i = match self.pos.entry(series) {
-            Entry::Occupied(e) => *e.get() as usize,
-            Entry::Vacant(e) => {
-                let i = self.bufs.len();
-                e.insert(u32::try_from(i).expect("fewer than 2^32 series in one memtable"));
-                self.bufs.push((series, make()));
-                i
+        // Each series is in the vector once, so finding it at the guess is finding it.
+        let i = if self.bufs.get(self.next).is_some_and(|(s, _)| *s == series) {
+            self.next
+        } else {
+            match self.pos.entry(series) {
+                Entry::Occupied(e) => *e.get() as usize,
+                Entry::Vacant(e) => {
+                    let i = self.bufs.len();
+                    e.insert(u32::try_from(i).expect("fewer than 2^32 series in one memtable"));
+                    self.bufs.push((series, make()));
+                    i
+                }
             }
         };
+        self.next = i + 1;
         &mut self.bufs[i].1
     }
 
