@@ -1090,6 +1090,33 @@ mod tests {
     /// A delete that empties some series of a table (here the first and a middle one written) leaves
     /// every other series found under its own id, in the order first written, and new rows of an
     /// emptied series make it anew at the end.
+    /// Series written in turn, as devices report (where a write finds the next buffer by its guess),
+    /// in another order for a round, and one of them emptied by a delete and made again at the end: each
+    /// buffer holds its own series' rows.
+    #[test]
+    fn series_written_in_turn_or_out_of_turn_each_hold_their_own_rows() {
+        let mut g = MemGen::default();
+        for round in 0..5i64 {
+            let order: Vec<SeriesId> = if round == 3 { vec![3, 1, 4, 0, 2] } else { (0..5).collect() };
+            let mut b = WriteBatch::new(0);
+            for s in order {
+                b.push_row(0, s, round, [(0, Value::Integer(i64::from(s) * 100 + round))]);
+            }
+            g.apply(&b);
+            if round == 1 {
+                assert_eq!(g.delete(0, 0, Some(&[2]), i64::MIN, i64::MAX), 2);
+            }
+        }
+        let t = g.table(0, 0).unwrap();
+        assert_eq!(t.series.keys().copied().collect::<Vec<_>>(), [0, 1, 3, 4, 2]);
+        for s in 0..5 {
+            let r = t.series[&s].read(s, i64::MIN, i64::MAX, &[(0, FieldType::Integer)]);
+            let rounds: Vec<i64> = (0..5).filter(|round| s != 2 || *round >= 2).collect();
+            let values = rounds.iter().map(|round| i64::from(s) * 100 + round).collect();
+            assert_eq!((r.ts, r.cols[0].as_ref().unwrap().values.clone()), (rounds, ColumnValues::Integer(values)), "series {s}");
+        }
+    }
+
     #[test]
     fn series_emptied_by_a_delete_leave_the_others_found_by_id() {
         let mut g = MemGen::default();

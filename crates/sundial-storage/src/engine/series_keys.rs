@@ -20,9 +20,9 @@ use std::hash::BuildHasher;
 use crate::catalog::{DbId, SeriesId, TableId};
 use crate::limits::SERIES_KEY_CACHE_BYTES_MAX;
 
-/// What an entry costs beyond its key's text: its entry (hash, offset, length, ids: 24 bytes) and its
-/// slot in the table (4 bytes) at the table's load factor, roughly.
-const ENTRY_BYTES: usize = 32;
+/// What an entry costs beyond its key's text: its [`Entry`] (hash, text's offset and length, ids: 32
+/// bytes with padding) and its position in the table (4 bytes, about 5 at the table's load factor).
+const ENTRY_BYTES: usize = 37;
 
 /// The keys' text, one arena for all of them, the keys' entries in the order they came, and a table of
 /// their positions that finds a key by its hash.
@@ -176,6 +176,7 @@ mod tests {
     #[test]
     fn keys_map_to_series_per_database_and_the_cache_restarts_when_full() {
         let mut k = SeriesKeys { limit: 3 * (ENTRY_BYTES + 10), ..Default::default() };
+        assert_eq!(std::mem::size_of::<Entry>(), 32, "ENTRY_BYTES counts an entry at 32 bytes");
         k.insert(k.hash(0, "cpu,host=a"), 0, "cpu,host=a", 1, 7);
         k.insert(k.hash(1, "cpu,host=a"), 1, "cpu,host=a", 2, 9);
         assert_eq!(k.get(k.hash(0, "cpu,host=a"), 0, "cpu,host=a"), Some((1, 7)));
