@@ -127,12 +127,8 @@ impl SeriesKeys {
     /// Records that `key` (hash `h`) names `series` of `table` (replacing what it named before: a table
     /// dropped since).
     pub(super) fn insert(&mut self, h: KeyHash, db: DbId, key: &str, table: TableId, series: SeriesId) {
-        let SeriesKeys { text, entries, slots, .. } = self;
-        if let Some(&at) = slots.find(h.0, |&i| {
-            let e = &entries[i as usize];
-            e.hash == h.0 && e.is(text, db, key)
-        }) {
-            let e = &mut entries[at as usize];
+        if let Some(f) = self.find(h, db, key) {
+            let e = &mut self.entries[f.at as usize];
             (e.table, e.series) = (table, series);
             return;
         }
