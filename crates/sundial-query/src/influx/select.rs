@@ -840,8 +840,8 @@ impl Ctx<'_> {
         }
         // Two threads, the groups in halves (the second half's series follow the first's, as one
         // thread would make them): a 4,000-host hourly rollup's 48,000 rows took 2.3–3.9 ms, more than
-        // half as long as its read (5–6 ms on two threads), on one core while the other idled. Not while other statements are answered: they keep
-        // the other core busy.
+        // half as long as its read (5–6 ms on two threads), on one core while the other idled. Not while
+        // other statements are answered: they keep the other core busy.
         #[cfg(test)]
         native::WRITTEN_IN_HALVES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut head = keyed;
