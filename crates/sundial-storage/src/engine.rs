@@ -614,7 +614,7 @@ impl Engine {
             if !batch.entries.is_empty() {
                 mem.active_entries.push(batch.entries);
             }
-            mem.active.bytes >= self.inner.config.memtable_bytes_max
+            mem.active.full(self.inner.config.memtable_bytes_max)
         };
         if full {
             self.inner.freeze(Quiet::Turn(&turn))?;

@@ -112,6 +112,17 @@ pub const DATABASES_MAX: usize = 100_000;
 /// Default memtable budget before a flush is started (`storage.memtable_bytes_max`).
 pub const MEMTABLE_BYTES_DEFAULT: usize = 256 * 1024 * 1024;
 
+/// A memtable whose series average at least this many rows is flushed once it holds
+/// `memtable_bytes_max / MEMTABLE_FEW_SERIES_DIVISOR` bytes: each series already fills long blocks (a
+/// day of 10 s samples is 8,640 rows), so holding more rows only costs memory, and fresh memory is dear
+/// here (first touches cost 1–2 ms per MiB on the VMs measured). TSBS's 100 hosts loaded 10 % sooner
+/// with peak memory halved (BENCHMARKS.md, "Memtables of few series"); at 4,000 hosts and more the
+/// budget holds far fewer rows per series than this, and the flush waits for the whole budget.
+pub const MEMTABLE_FEW_SERIES_ROWS: u64 = 2048;
+
+/// See [`MEMTABLE_FEW_SERIES_ROWS`].
+pub const MEMTABLE_FEW_SERIES_DIVISOR: usize = 4;
+
 /// Default series of one table, held by the active memtable and wanted by a read, from which the read
 /// freezes the memtable (when writes let it) instead of copying their rows
 /// (`EngineConfig::freeze_for_read_series_min`). A copy costs ~1.5 µs a series (a count over 1 M series

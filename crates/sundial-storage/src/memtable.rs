@@ -37,6 +37,7 @@ use std::sync::Arc;
 use crate::FastMap as HashMap;
 use crate::batch::WriteBatch;
 use crate::catalog::{ColId, DbId, SeriesId, TableId};
+use crate::limits;
 use crate::rows::SeriesRows;
 use crate::types::{Column, ColumnValues, FieldType, Value};
 
@@ -872,6 +873,20 @@ impl MemGen {
         self.rows += b.rows.len() as u64;
     }
 
+    /// Whether the generation should be flushed under a budget of `bytes_max`: at the budget, or at a
+    /// [`limits::MEMTABLE_FEW_SERIES_DIVISOR`]th of it when its series average
+    /// [`limits::MEMTABLE_FEW_SERIES_ROWS`] rows.
+    pub fn full(&self, bytes_max: usize) -> bool {
+        if self.bytes >= bytes_max {
+            return true;
+        }
+        if self.bytes < bytes_max / limits::MEMTABLE_FEW_SERIES_DIVISOR {
+            return false;
+        }
+        let series: usize = self.tables.values().map(|t| t.series.len()).sum();
+        self.rows >= limits::MEMTABLE_FEW_SERIES_ROWS * series as u64
+    }
+
     /// How many series each table holds (for the next generation's [`MemGen::sizes`]).
     pub fn series_counts(&self) -> HashMap<(DbId, TableId), usize> {
         self.tables.iter().map(|(k, t)| (*k, t.series.len())).collect()
@@ -1304,6 +1319,35 @@ mod tests {
             let r = g.table(0, 0).unwrap().series[&7].read(7, i64::MIN, i64::MAX, &[(3, FieldType::Float)]);
             assert_eq!(r.cols[0].as_ref().unwrap().values, ColumnValues::Float(vec![3.5; rows as usize]));
         }
+    }
+
+    #[test]
+    fn a_generation_of_few_long_series_is_full_at_a_quarter_of_the_budget() {
+        let fields = [(0, Value::Float(1.0)), (1, Value::Float(2.0))];
+        let write = |g: &mut MemGen, series: u32, rows: i64| {
+            let mut b = WriteBatch::new(0);
+            for t in 0..rows {
+                for s in 0..series {
+                    b.push_row(0, s, t, fields.iter().cloned());
+                }
+            }
+            g.apply(&b);
+        };
+        let per_series = limits::MEMTABLE_FEW_SERIES_ROWS as i64;
+        // Two series of that many rows: full at a quarter of a budget, not at a fifth.
+        let mut few = MemGen::default();
+        write(&mut few, 2, per_series);
+        let quarter = few.bytes * limits::MEMTABLE_FEW_SERIES_DIVISOR;
+        assert!(few.full(quarter));
+        assert!(!few.full(quarter + limits::MEMTABLE_FEW_SERIES_DIVISOR));
+        assert!(few.full(few.bytes), "at the budget");
+        // As many rows over many more series: full only at the budget.
+        let mut many = MemGen::default();
+        write(&mut many, 64, 2 * per_series / 64);
+        assert_eq!(many.rows, few.rows);
+        assert!(!many.full(many.bytes * limits::MEMTABLE_FEW_SERIES_DIVISOR));
+        assert!(!many.full(many.bytes + 1));
+        assert!(many.full(many.bytes));
     }
 
     #[test]

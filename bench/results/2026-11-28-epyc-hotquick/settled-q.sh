@@ -1,0 +1,33 @@
+#!/bin/bash
+# settled-q.sh: settled.sh (below), then six double-groupby-1 queries of the 12 h at 4,000 hosts on the same server
+# right after it settled, each one's curl time printed (`q SECONDS`): was the first query after a load cold?
+# settled.sh BIN FILE [server flags...]: ../2026-11-27-xeon-level/committed.sh's load and count (time until
+# `SELECT count(usage_user)` sees every row, and the server's CPU then), then waits until /debug/vars shows
+# compaction idle (nothing running, due, or waiting for the partition to turn write-cold: 20 s after its
+# last file, as bench/compare runs the server) and prints that time, the server's CPU then, and the data
+# directory's size (memtables flushed too: 10 s after the last write, `--flush-idle-secs`, as bench/compare
+# waits). PERF=1 PERFARGS="..." records the server with perf until committed.
+BIN=$1; F=$2; shift 2
+. "$(dirname "$0")/../2026-11-23-vm/serve.sh"
+PORT=18766
+start_load_test "$BIN" $PORT "$@" || exit 1
+if [ -n "$PERF" ]; then perf record $PERFARGS -o ${TMPDIR:-/tmp}/perf-load.data -p $SP > /dev/null 2>&1 & PP=$!; fi
+cpu() { awk '{printf "%.2f", ($14+$15)/100}' /proc/$SP/stat; }
+T0=$(date +%s.%N)
+"$TSBS_BIN/tsbs_load_influx" --urls=http://127.0.0.1:$PORT --db-name=benchmark --workers=2 --batch-size=10000 --gzip=false --do-create-db=false --reporting-period=0s --file=$F 2>&1 | grep -E "^loaded"
+ROWS=$(wc -l < $F)
+wait_for_rows $PORT $ROWS
+T2=$(date +%s.%N)
+[ -n "$PERF" ] && { kill -INT $PP; wait $PP; }
+echo "committed $(echo "$T2 - $T0" | bc) s = $(echo "$ROWS/($T2-$T0)" | bc) rows/s, server cpu $(cpu) s, $(grep VmHWM /proc/$SP/status | tr -s ' ')"
+idle=0
+while [ $idle -lt 3 ]; do
+  sleep 0.5
+  c=$(curl -s 127.0.0.1:$PORT/debug/vars | python3 -c 'import json,sys; v=json.load(sys.stdin)["sundial"]; c=v["compaction"]; print(v["memtable_rows"]+c["running"]+c["pending"]+c["write_cold_later"])')
+  [ "$c" = 0 ] && idle=$((idle+1)) || idle=0
+done
+T3=$(date +%s.%N)
+echo "settled $(echo "$T3 - $T0" | bc) s, server cpu $(cpu) s, data $(du -sm $CACHE/scratch/loadtest | cut -f1) MiB, files $(find $CACHE/scratch/loadtest -name '*.seg' | wc -l)"
+Q="/query?q=SELECT+mean%28usage_user%29+from+cpu+where+time+%3E%3D+%272016-01-01T00%3A00%3A00Z%27+and+time+%3C+%272016-01-01T12%3A00%3A00Z%27+group+by+time%281h%29%2Chostname&db=benchmark"
+for i in 1 2 3 4 5 6; do curl -s -o /dev/null -w "q %{time_total}\n" -X POST "127.0.0.1:$PORT$Q"; done
+stop_sundial
