@@ -67,7 +67,8 @@ pub struct ServeArgs {
     #[arg(long, env = "SUNDIAL_WAL_SYNC")]
     pub wal_sync: Option<String>,
 
-    /// Memtable size that triggers a flush to segment files, in MiB. [default: 256]
+    /// Memtable size that triggers a flush to segment files, in MiB; a quarter of it once its series average
+    /// 2,048 rows or more (few long series fill long blocks already). [default: 256]
     #[arg(long, env = "SUNDIAL_MEMTABLE_MIB")]
     pub memtable_mib: Option<usize>,
 
