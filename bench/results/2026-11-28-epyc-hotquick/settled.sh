@@ -4,7 +4,9 @@
 # compaction idle (nothing running, due, or waiting for the partition to turn write-cold: 20 s after its
 # last file, as bench/compare runs the server) and prints that time, the server's CPU then, and the data
 # directory's size (memtables flushed too: 10 s after the last write, `--flush-idle-secs`, as bench/compare
-# waits). PERF=1 PERFARGS="..." records the server with perf until committed.
+# waits). PERF=1 PERFARGS="..." records the server with perf until committed. AFTER_SETTLED='shell text' runs
+# that text (with $PORT set) once settled, before the server stops: ../2026-11-28-epyc-few/NOTES.md times
+# the first queries after a load that way.
 BIN=$1; F=$2; shift 2
 . "$(dirname "$0")/../2026-11-23-vm/serve.sh"
 PORT=18766
@@ -26,4 +28,5 @@ while [ $idle -lt 3 ]; do
 done
 T3=$(date +%s.%N)
 echo "settled $(echo "$T3 - $T0" | bc) s, server cpu $(cpu) s, data $(du -sm $CACHE/scratch/loadtest | cut -f1) MiB, files $(find $CACHE/scratch/loadtest -name '*.seg' | wc -l)"
+[ -n "$AFTER_SETTLED" ] && eval "$AFTER_SETTLED"
 stop_sundial
