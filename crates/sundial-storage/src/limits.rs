@@ -115,9 +115,9 @@ pub const MEMTABLE_BYTES_DEFAULT: usize = 256 * 1024 * 1024;
 /// A memtable whose series average at least this many rows is flushed once it holds
 /// `memtable_bytes_max / MEMTABLE_FEW_SERIES_DIVISOR` bytes: each series' flushed block is long already
 /// (and compaction merges a partition's into one), so holding more rows only costs memory, and fresh
-/// memory is dear here (first touches cost 1–2 ms per MiB on the VMs measured). TSBS's 100 hosts loaded 7 % sooner
-/// with peak memory halved (BENCHMARKS.md, "Memtables of few series"); at 4,000 hosts and more the
-/// budget holds far fewer rows per series than this, and the flush waits for the whole budget.
+/// memory is dear here (first touches cost 1–2 ms per MiB on the VMs measured). TSBS's 100 hosts loaded
+/// 7 % sooner with peak memory halved (BENCHMARKS.md, "Memtables of few series"); at 4,000 hosts and
+/// more the budget holds far fewer rows per series than this, and the flush waits for the whole budget.
 pub const MEMTABLE_FEW_SERIES_ROWS: u64 = 2048;
 
 /// See [`MEMTABLE_FEW_SERIES_ROWS`].

@@ -1102,9 +1102,6 @@ mod tests {
         assert!(g.table(0, 0).unwrap().series.is_empty());
     }
 
-    /// A delete that empties some series of a table (here the first and a middle one written) leaves
-    /// every other series found under its own id, in the order first written, and new rows of an
-    /// emptied series make it anew at the end.
     /// Series written in turn, as devices report (where a write finds the next buffer by its guess),
     /// in another order for a round, and one of them emptied by a delete and made again at the end: each
     /// buffer holds its own series' rows.
@@ -1132,6 +1129,9 @@ mod tests {
         }
     }
 
+    /// A delete that empties some series of a table (here the first and a middle one written) leaves
+    /// every other series found under its own id, in the order first written, and new rows of an
+    /// emptied series make it anew at the end.
     #[test]
     fn series_emptied_by_a_delete_leave_the_others_found_by_id() {
         let mut g = MemGen::default();
