@@ -90,7 +90,8 @@ pub struct EngineConfig {
     pub extra_data_dirs: Vec<PathBuf>,
     /// When writes are acknowledged. Default: [`SyncPolicy::Batch`].
     pub wal_sync: SyncPolicy,
-    /// Bytes of the active memtable that start a flush. Default 256 MiB.
+    /// Bytes of the active memtable that start a flush (a quarter of it while its series are few and long:
+    /// [`crate::memtable::MemGen::full`]). Default 256 MiB.
     pub memtable_bytes_max: usize,
     /// Age of the oldest unflushed write that starts a flush. Default 5 minutes.
     pub flush_interval: Duration,
