@@ -6,7 +6,8 @@
 # directory's size (memtables flushed too: 10 s after the last write, `--flush-idle-secs`, as bench/compare
 # waits). PERF=1 PERFARGS="..." records the server with perf until committed. AFTER_SETTLED='shell text' runs
 # that text (with $PORT set) once settled, before the server stops: ../2026-11-28-epyc-few/NOTES.md times
-# the first queries after a load that way.
+# the first queries after a load that way. Minor faults (pages first touched, or touched again after
+# being given back) are a count the machine's speed does not move, where CPU seconds do by ±30 %.
 BIN=$1; F=$2; shift 2
 . "$(dirname "$0")/../2026-11-23-vm/serve.sh"
 PORT=18766
@@ -19,7 +20,7 @@ ROWS=$(wc -l < $F)
 wait_for_rows $PORT $ROWS
 T2=$(date +%s.%N)
 [ -n "$PERF" ] && { kill -INT $PP; wait $PP; }
-echo "committed $(echo "$T2 - $T0" | bc) s = $(echo "$ROWS/($T2-$T0)" | bc) rows/s, server cpu $(cpu) s, $(grep VmHWM /proc/$SP/status | tr -s ' ')"
+echo "committed $(echo "$T2 - $T0" | bc) s = $(echo "$ROWS/($T2-$T0)" | bc) rows/s, server cpu $(cpu) s, $(grep VmHWM /proc/$SP/status | tr -s ' '), minor faults $(awk '{print $10}' /proc/$SP/stat)"
 idle=0
 while [ $idle -lt 3 ]; do
   sleep 0.5

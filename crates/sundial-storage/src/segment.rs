@@ -329,14 +329,22 @@ pub struct SegmentWriter {
     path: PathBuf,
     out: BufWriter<File>,
     offset: u64,
-    blocks: Vec<BlockMeta>,
+    /// The footer's block entries, encoded as each block is written ([`encode_block_entry`]), and how
+    /// many. Why not the blocks themselves until [`SegmentWriter::finish`]: a [`BlockMeta`] is about
+    /// 100 bytes, an entry 2 for a packed block; a merge of TSBS's 10 M one-row series held a gigabyte of
+    /// them, pages the kernel zeroed first (9 % of the server's CPU loading it, in flushes and merges).
+    entries: Vec<u8>,
+    block_count: u32,
+    /// The last block written: its series and last timestamp, for the order checks.
+    last: Option<(SeriesId, i64)>,
+    /// Every block as written, for tests to compare with what a reader decodes.
+    #[cfg(test)]
+    written: Vec<BlockMeta>,
     scratch: Vec<u8>,
     /// Compaction's bandwidth cap (`None` for flushes, which must keep up with ingest).
     throttle: Option<Arc<TokenBucket>>,
     /// Small blocks waiting to be written as one pack (see [`PACK_BLOCK_ROWS_MAX`]).
     pack: PackBuilder,
-    /// The packs written so far, in file order: the footer describes each at its first block.
-    packs: Vec<PackMeta>,
     /// Format version written: [`VERSION`], or 3 (no packs) for tests of older layouts.
     version: u32,
     /// pco's delta choices carried from block to block ([`SegmentWriter::with_delta_hints`]).
@@ -529,11 +537,14 @@ impl SegmentWriter {
             path: path.to_path_buf(),
             out: BufWriter::with_capacity(1 << 20, f),
             offset: 0,
-            blocks: Vec::new(),
+            entries: Vec::new(),
+            block_count: 0,
+            last: None,
+            #[cfg(test)]
+            written: Vec::new(),
             scratch: Vec::new(),
             throttle: None,
             pack: PackBuilder::default(),
-            packs: Vec::new(),
             version,
             delta_hints: None,
             pack_hints: None,
@@ -551,12 +562,13 @@ impl SegmentWriter {
         self
     }
 
-    /// Makes room for the block index of `n` series up front (a series has at least one block). Why:
-    /// the index is held until [`SegmentWriter::finish`], and a merge of 10 M one-row series grows it to
-    /// about a gigabyte; grown by doubling, each step copied it and had the kernel zero fresh pages for
-    /// it (3 % of the server's CPU loading TSBS's 10 M hosts, from compaction alone).
+    /// Makes room for the footer entries of `n` series up front (a series has at least one block, a
+    /// packed one [`ENTRY_BYTES_HINT`] bytes). Why: grown by doubling, each step copied the entries and had
+    /// the kernel zero fresh pages for them (3 % of the server's CPU loading TSBS's 10 M hosts, from
+    /// compaction alone, when they were 100-byte [`BlockMeta`]s); room reserved and not used is never
+    /// touched.
     pub fn with_series_hint(mut self, n: usize) -> SegmentWriter {
-        self.blocks.reserve(n);
+        self.entries.reserve(n.saturating_mul(ENTRY_BYTES_HINT));
         self
     }
 
@@ -609,13 +621,33 @@ impl SegmentWriter {
     }
 
     fn put(&mut self, b: &[u8]) -> Result<ChunkRef> {
-        let r = ChunkRef { offset: self.offset, len: b.len() as u32, crc: crc32c::crc32c(b) };
+        self.put_parts(&[b])
+    }
+
+    /// Writes `parts` back to back as one chunk.
+    fn put_parts(&mut self, parts: &[&[u8]]) -> Result<ChunkRef> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let crc = parts.iter().fold(0, |crc, p| crc32c::crc32c_append(crc, p));
+        let r = ChunkRef { offset: self.offset, len: len as u32, crc };
         if let Some(t) = &self.throttle {
-            t.acquire(b.len() as u64);
+            t.acquire(len as u64);
         }
-        self.out.write_all(b).map_err(|e| Error::io(&self.tmp_path, e))?;
-        self.offset += b.len() as u64;
+        for p in parts {
+            self.out.write_all(p).map_err(|e| Error::io(&self.tmp_path, e))?;
+        }
+        self.offset += len as u64;
         Ok(r)
+    }
+
+    /// Appends `b`'s footer entry (`pack`: the pack it opens, at a pack's first member) and makes it
+    /// the last block.
+    fn push_entry(&mut self, b: &BlockMeta, pack: Option<&PackMeta>) {
+        let prev_series = self.last.map_or(0, |(s, _)| s);
+        encode_block_entry(&mut self.entries, self.id.partition_start, self.version, prev_series, b, pack);
+        self.block_count += 1;
+        self.last = Some((b.series, b.ts_max));
+        #[cfg(test)]
+        self.written.push(b.clone());
     }
 
     fn check_block(&self, rows: &SeriesRows, range: &std::ops::Range<usize>) -> Result<()> {
@@ -631,8 +663,8 @@ impl SegmentWriter {
         if ts[0] < p || (ts[ts.len() - 1] - p) >= self.id.partition_ns {
             return bad("timestamps outside the partition".into());
         }
-        if let Some(prev) = self.pack.members.last().or(self.blocks.last())
-            && (prev.series > rows.series || (prev.series == rows.series && prev.ts_max >= ts[0]))
+        if let Some((series, ts_max)) = self.pack.members.last().map(|m| (m.series, m.ts_max)).or(self.last)
+            && (series > rows.series || (series == rows.series && ts_max >= ts[0]))
         {
             return bad("blocks out of (series, time) order".into());
         }
@@ -653,7 +685,7 @@ impl SegmentWriter {
             self.write_block(&prev, 0..prev.len(), &prev_cols)?;
             return self.write_block(rows, range, cols);
         }
-        let first_of_series = self.blocks.last().is_none_or(|b| b.series != rows.series);
+        let first_of_series = self.last.is_none_or(|(series, _)| series != rows.series);
         if self.version >= 4 && range.len() <= PACK_BLOCK_ROWS_MAX && first_of_series {
             if self.pack.ts.len() >= PACK_ROWS_TARGET || self.pack.members.len() >= PACK_SERIES_MAX {
                 self.close_pack()?;
@@ -687,7 +719,7 @@ impl SegmentWriter {
             return bad("members disagree with the pack");
         }
         self.close_pack()?;
-        if self.blocks.last().is_some_and(|b| b.series >= p.first) {
+        if self.last.is_some_and(|(series, _)| series >= p.first) {
             return bad("blocks out of series order");
         }
         // The pack's chunks are back to back: one read, each chunk's checksum checked.
@@ -696,20 +728,22 @@ impl SegmentWriter {
         let refs = (0..chunks.len()).map(|i| self.put(bytes.get(i))).collect::<Result<Vec<ChunkRef>>>()?;
         let ts_chunk = refs[0];
         let cols = p.cols.iter().zip(&refs[1..]).map(|(m, chunk)| (m.col, m.ty, *chunk)).collect();
-        self.packs.push(PackMeta { rows: p.rows, ts_min: p.ts_min, ts_max: p.ts_max, ts_chunk, cols });
+        let meta = PackMeta { rows: p.rows, ts_min: p.ts_min, ts_max: p.ts_max, ts_chunk, cols };
         self.quick_written |= src.quick;
+        let no_cols: Arc<[ColMeta]> = Arc::default();
         let mut row_off = 0;
         for &(series, n_rows) in members {
-            self.blocks.push(BlockMeta {
+            let b = BlockMeta {
                 series,
                 n_rows,
                 ts_min: p.ts_min,
                 ts_max: p.ts_max,
                 ts_chunk,
-                cols: Arc::default(),
+                cols: Arc::clone(&no_cols),
                 pack: Some(PackSlice { row_off, rows: p.rows }),
                 hours: None,
-            });
+            };
+            self.push_entry(&b, (row_off == 0).then_some(&meta));
             row_off += n_rows;
         }
         Ok(())
@@ -750,13 +784,13 @@ impl SegmentWriter {
         }
         let rows = pack.ts.len() as u32;
         let (ts_min, ts_max) = (pack.ts.iter().copied().min().unwrap_or(0), pack.ts.iter().copied().max().unwrap_or(0));
-        self.packs.push(PackMeta { rows, ts_min, ts_max, ts_chunk, cols });
-        for mut m in pack.members {
+        let meta = PackMeta { rows, ts_min, ts_max, ts_chunk, cols };
+        for (k, mut m) in pack.members.into_iter().enumerate() {
             m.ts_chunk = ts_chunk;
             if let Some(p) = m.pack.as_mut() {
                 p.rows = rows;
             }
-            self.blocks.push(m);
+            self.push_entry(&m, (k == 0).then_some(&meta));
         }
         Ok(())
     }
@@ -806,7 +840,7 @@ impl SegmentWriter {
         } else {
             None
         };
-        self.blocks.push(BlockMeta {
+        let b = BlockMeta {
             hours,
             series: rows.series,
             n_rows: ts.len() as u32,
@@ -815,7 +849,8 @@ impl SegmentWriter {
             ts_chunk,
             cols: metas.into(),
             pack: None,
-        });
+        };
+        self.push_entry(&b, None);
         Ok(())
     }
 
@@ -831,7 +866,7 @@ impl SegmentWriter {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.blocks.is_empty() && self.pack.members.is_empty()
+        self.block_count == 0 && self.pack.members.is_empty()
     }
 
     /// Gives up: removes the temporary file (a leftover would also be removed at the next start).
@@ -844,13 +879,14 @@ impl SegmentWriter {
     /// Writes footer and trailer, fsyncs, and renames the file into place. The caller fsyncs the directory.
     pub fn finish(mut self) -> Result<PathBuf> {
         self.close_pack()?;
-        let footer = encode_footer(&self.id, &self.blocks, &self.packs, self.version);
-        let footer_ref = self.put(&footer)?;
+        let head = encode_footer_head(&self.id, self.block_count);
+        let entries = std::mem::take(&mut self.entries);
+        let footer_ref = self.put_parts(&[&head, &entries])?;
         let mut t = Vec::with_capacity(TRAILER_BYTES);
         put_u64(&mut t, footer_ref.offset);
         put_u32(&mut t, footer_ref.len);
         put_u32(&mut t, footer_ref.crc);
-        put_u32(&mut t, self.blocks.len() as u32);
+        put_u32(&mut t, self.block_count);
         put_u32(&mut t, self.version);
         t.extend_from_slice(TRAILER_MAGIC);
         self.put(&t)?;
@@ -866,8 +902,13 @@ impl SegmentWriter {
     }
 }
 
-fn encode_footer(id: &SegmentId, blocks: &[BlockMeta], packs: &[PackMeta], version: u32) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64 + blocks.len() * 32);
+/// Footer entries a packed block takes (series delta, rows and flag: a byte each for short packs of
+/// series numbered in turn), for [`SegmentWriter::with_series_hint`].
+const ENTRY_BYTES_HINT: usize = 2;
+
+/// The footer up to its block entries: the segment's identity and the number of blocks.
+fn encode_footer_head(id: &SegmentId, blocks: u32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64);
     put_u32(&mut out, id.db);
     put_u32(&mut out, id.table);
     put_i64(&mut out, id.partition_start);
@@ -875,51 +916,52 @@ fn encode_footer(id: &SegmentId, blocks: &[BlockMeta], packs: &[PackMeta], versi
     put_u64(&mut out, id.generation);
     put_u64(&mut out, id.gen_min);
     put_u64(&mut out, id.tombstones_applied);
-    put_uvarint(&mut out, blocks.len() as u64);
-    let mut prev_series = 0;
-    let mut packs = packs.iter();
-    for b in blocks {
-        put_uvarint(&mut out, u64::from(b.series - prev_series));
-        prev_series = b.series;
-        if version >= 4 {
-            put_uvarint(&mut out, u64::from(b.n_rows) << 1 | u64::from(b.pack.is_some()));
-        } else {
-            put_uvarint(&mut out, u64::from(b.n_rows));
-        }
-        if let Some(slice) = b.pack {
-            if slice.row_off == 0 {
-                let p = packs.next().expect("a pack for each first packed block");
-                put_uvarint(&mut out, u64::from(p.rows));
-                put_uvarint(&mut out, p.ts_min.wrapping_sub(id.partition_start) as u64);
-                put_uvarint(&mut out, p.ts_max.wrapping_sub(p.ts_min) as u64);
-                put_chunk(&mut out, &p.ts_chunk);
-                put_uvarint(&mut out, p.cols.len() as u64);
-                for (col, ty, chunk) in &p.cols {
-                    put_uvarint(&mut out, u64::from(*col));
-                    put_u8(&mut out, *ty as u8);
-                    put_chunk(&mut out, chunk);
-                }
+    put_uvarint(&mut out, u64::from(blocks));
+    out
+}
+
+/// Block `b`'s footer entry, after a block of series `prev_series` (0 for the first): the series as a
+/// delta, rows, and either its time range, chunks and statistics, or, for a packed block, only the
+/// pack's description at its first member (`pack`, `Some` exactly there).
+fn encode_block_entry(out: &mut Vec<u8>, partition_start: i64, version: u32, prev_series: SeriesId, b: &BlockMeta, pack: Option<&PackMeta>) {
+    put_uvarint(out, u64::from(b.series - prev_series));
+    if version >= 4 {
+        put_uvarint(out, u64::from(b.n_rows) << 1 | u64::from(b.pack.is_some()));
+    } else {
+        put_uvarint(out, u64::from(b.n_rows));
+    }
+    if let Some(slice) = b.pack {
+        debug_assert_eq!(slice.row_off == 0, pack.is_some(), "a pack is described at its first member, only there");
+        if let Some(p) = pack {
+            put_uvarint(out, u64::from(p.rows));
+            put_uvarint(out, p.ts_min.wrapping_sub(partition_start) as u64);
+            put_uvarint(out, p.ts_max.wrapping_sub(p.ts_min) as u64);
+            put_chunk(out, &p.ts_chunk);
+            put_uvarint(out, p.cols.len() as u64);
+            for (col, ty, chunk) in &p.cols {
+                put_uvarint(out, u64::from(*col));
+                put_u8(out, *ty as u8);
+                put_chunk(out, chunk);
             }
-            continue;
         }
-        put_uvarint(&mut out, b.ts_min.wrapping_sub(id.partition_start) as u64);
-        put_uvarint(&mut out, b.ts_max.wrapping_sub(b.ts_min) as u64);
-        put_chunk(&mut out, &b.ts_chunk);
-        put_uvarint(&mut out, b.cols.len() as u64);
-        for c in b.cols.iter() {
-            put_uvarint(&mut out, u64::from(c.col));
-            put_u8(&mut out, c.ty as u8);
-            put_chunk(&mut out, &c.chunk);
-            put_stats(&mut out, c.ty, &c.stats, b);
-        }
-        if version >= HOURS_SEGMENT_VERSION {
-            match &b.hours {
-                Some(h) => put_chunk(&mut out, h),
-                None => put_uvarint(&mut out, 0),
-            }
+        return;
+    }
+    put_uvarint(out, b.ts_min.wrapping_sub(partition_start) as u64);
+    put_uvarint(out, b.ts_max.wrapping_sub(b.ts_min) as u64);
+    put_chunk(out, &b.ts_chunk);
+    put_uvarint(out, b.cols.len() as u64);
+    for c in b.cols.iter() {
+        put_uvarint(out, u64::from(c.col));
+        put_u8(out, c.ty as u8);
+        put_chunk(out, &c.chunk);
+        put_stats(out, c.ty, &c.stats, b);
+    }
+    if version >= HOURS_SEGMENT_VERSION {
+        match &b.hours {
+            Some(h) => put_chunk(out, h),
+            None => put_uvarint(out, 0),
         }
     }
-    out
 }
 
 /// Version-2 statistics: small values as varints, relative to the block or to the minimum.
@@ -2679,7 +2721,7 @@ mod tests {
             let rows = SeriesRows { series, ts, cols: cols.iter().cloned().map(Some).collect() };
             w.add_block(&rows, 0..5, &ids).unwrap();
         }
-        let written = w.blocks.clone();
+        let written = w.written.clone();
         let path = w.finish().unwrap();
         let seg = Segment::open(&path).unwrap();
         assert_eq!(seg.id, id);
@@ -3071,7 +3113,7 @@ mod tests {
             }
         }
         w.add_series(&series_rows(9999, BLOCK_ROWS_MAX + 5, 1), &[1]).unwrap();
-        let written = w.blocks.clone();
+        let written = w.written.clone();
         (w.finish().unwrap(), written)
     }
 
