@@ -79,6 +79,74 @@ const PRELOOKUP_NEW_RUN_MAX: usize = 32;
 /// request's resolve adding series): at most about 0.1 ms of lookups.
 const PRELOOKUP_BUMP_ROWS: usize = 256;
 
+/// Rows a write's resolve handles under the catalog's exclusive lock, once it took it to add a series,
+/// before it lets readers in again; and new series' keys it gathers before adding them to the cache of
+/// series keys under one write lock. Why not the locks per new series, as before: another request's
+/// [`Inner::prelookup`] holds both read locks for [`PRELOOKUP_BUMP_ROWS`] rows at a time, so each new
+/// series waited for one such stretch (at 10 M hosts, 10,000 new series a request: the request resolving
+/// crawled while the other looked up, and one core idled in a quarter of a thread sampler's samples).
+const RESOLVE_EXCLUSIVE_ROWS: usize = 1024;
+
+/// The catalog as a write's resolve holds it: shared with readers (upgradable), or exclusive for a run of
+/// at most [`RESOLVE_EXCLUSIVE_ROWS`] rows once a row adds to it.
+struct ResolveGuard<'a> {
+    held: Option<Held<'a>>,
+    exclusive_rows: usize,
+}
+
+enum Held<'a> {
+    Shared(RwLockUpgradableReadGuard<'a, Catalog>),
+    Exclusive(RwLockWriteGuard<'a, Catalog>),
+}
+
+impl<'a> ResolveGuard<'a> {
+    fn new(g: RwLockUpgradableReadGuard<'a, Catalog>) -> Self {
+        ResolveGuard { held: Some(Held::Shared(g)), exclusive_rows: 0 }
+    }
+
+    fn cat(&self) -> &Catalog {
+        match self.held.as_ref().expect("a resolve guard holds the catalog") {
+            Held::Shared(g) => g,
+            Held::Exclusive(g) => g,
+        }
+    }
+
+    /// The catalog to change, upgrading the lock if it is shared (waiting for readers to leave).
+    fn exclusive(&mut self) -> &mut Catalog {
+        if matches!(self.held, Some(Held::Shared(_)))
+            && let Some(Held::Shared(g)) = self.held.take()
+        {
+            self.held = Some(Held::Exclusive(RwLockUpgradableReadGuard::upgrade(g)));
+            self.exclusive_rows = 0;
+        }
+        match self.held.as_mut() {
+            Some(Held::Exclusive(g)) => g,
+            _ => unreachable!("upgraded just above"),
+        }
+    }
+
+    /// A row done: after [`RESOLVE_EXCLUSIVE_ROWS`] rows held exclusive, shared again (readers in).
+    /// True when it was made shared.
+    fn row_done(&mut self) -> bool {
+        if !matches!(self.held, Some(Held::Exclusive(_))) {
+            return false;
+        }
+        self.exclusive_rows += 1;
+        self.exclusive_rows >= RESOLVE_EXCLUSIVE_ROWS && self.share()
+    }
+
+    /// Shared with readers again, if exclusive (true then).
+    fn share(&mut self) -> bool {
+        if matches!(self.held, Some(Held::Exclusive(_)))
+            && let Some(Held::Exclusive(g)) = self.held.take()
+        {
+            self.held = Some(Held::Shared(RwLockWriteGuard::downgrade_to_upgradable(g)));
+            return true;
+        }
+        false
+    }
+}
+
 /// Engine settings. Every field has a documented default (see [`EngineConfig::new`]).
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
@@ -812,6 +880,24 @@ fn lookup_row<'a>(
     Ok(shape.as_ref().map_or(Lookup::Missing, |(_, s)| Resolver::lookup_shaped(d, s, &p.tags)))
 }
 
+/// Adds `new_keys` (database `db`'s new series' keys, with their hashes and what they name) to the cache
+/// of series keys under one write lock, and empties them and their index.
+fn insert_keys(
+    keys: &RwLock<series_keys::SeriesKeys>,
+    db: DbId,
+    new_keys: &mut Vec<(series_keys::KeyHash, &str, TableId, SeriesId)>,
+    at: &mut crate::FastMap<series_keys::KeyHash, usize>,
+) {
+    if new_keys.is_empty() {
+        return;
+    }
+    let mut k = keys.write();
+    for (h, key, table, series) in new_keys.drain(..) {
+        k.insert(h, db, key, table, series);
+    }
+    at.clear();
+}
+
 /// `p`'s field names and types, in its order, into `out` (cleared first).
 fn field_types_of<'a>(p: &WritePoint<'a>, out: &mut Vec<(&'a str, FieldType)>) {
     out.clear();
@@ -1143,9 +1229,9 @@ impl Inner {
     /// Resolves names to ids, creating catalog entries as needed; returns the batch and rejected lines.
     /// `pre` is [`Inner::prelookup`] of the same points, or `None`.
     fn resolve(&self, db: &str, points: &[WritePoint<'_>], pre: Option<&Prelookup>) -> Result<(WriteBatch, Vec<(usize, Error)>)> {
-        let mut guard = self.catalog.upgradable_read();
+        let mut guard = ResolveGuard::new(self.catalog.upgradable_read());
         let (db_id, retention_ns) = {
-            let d = guard.db(db).ok_or_else(|| Error::DatabaseNotFound { name: db.to_string() })?;
+            let d = guard.cat().db(db).ok_or_else(|| Error::DatabaseNotFound { name: db.to_string() })?;
             (d.id, d.retention_ns)
         };
         // Looked up for the database of that name then: one dropped and created again since has
@@ -1155,11 +1241,21 @@ impl Inner {
             assert_eq!(c.rows.len(), points.len(), "a lookup per point");
         }
         if points.iter().any(|p| p.known.is_some()) {
-            let d = guard.db_by_id(db_id).ok_or_else(|| Error::internal("database vanished under write lock"))?;
+            let d = guard.cat().db_by_id(db_id).ok_or_else(|| Error::internal("database vanished under write lock"))?;
             check_known(d, db_id, points)?;
         }
         // Keys inserted by this request: a row's cached miss may have been inserted by an earlier row.
         let mut inserted = false;
+        // New series' keys not in the cache yet, and where each is by its hash (a later row of the same
+        // new series finds it here): inserted once the catalog is shared again, at the end of each
+        // exclusive run. Not while it is exclusive: another request's prelookup may hold the cache's read
+        // lock while it waits for the catalog's.
+        let mut new_keys: Vec<(series_keys::KeyHash, &str, TableId, SeriesId)> = Vec::new();
+        let mut new_key_at: crate::FastMap<series_keys::KeyHash, usize> = crate::FastMap::default();
+        let new_key = |new_keys: &[(series_keys::KeyHash, &str, TableId, SeriesId)], at: &crate::FastMap<series_keys::KeyHash, usize>, h, key: &str| {
+            let (_, k, table, series) = new_keys[*at.get(&h)?];
+            (k == key).then_some((table, series))
+        };
         // Rows older than the retention would never be returned: refuse them per line, as InfluxDB does.
         let cutoff = if retention_ns > 0 { self.config.clock.now_ns().saturating_sub(retention_ns) } else { i64::MIN };
         let mut batch = WriteBatch::with_capacity(db_id, points.len(), points.iter().map(|p| p.fields.len()).sum());
@@ -1184,6 +1280,10 @@ impl Inner {
         // (`same_names`): the catalog's lock is held throughout and a write only adds to it.
         let mut shape: Option<(usize, RowShape)> = None;
         for (i, p) in points.iter().enumerate() {
+            if guard.row_done() {
+                insert_keys(keys, db_id, &mut new_keys, &mut new_key_at);
+                inserted = true;
+            }
             if p.ts < cutoff {
                 rejected.push((p.line, Error::BeyondRetention { db: db.to_string(), ts: p.ts, cutoff, retention_ns }));
                 continue;
@@ -1194,7 +1294,10 @@ impl Inner {
                 (Some(key), None, Some(c)) => {
                     let (h, found) = c.rows[i];
                     let h = h.expect("a keyed point's hash");
-                    (Some((key, h)), found.or_else(|| if inserted { keys.read().get(h, db_id, key) } else { None }))
+                    let found = found
+                        .or_else(|| if new_keys.is_empty() { None } else { new_key(&new_keys, &new_key_at, h, key) })
+                        .or_else(|| if inserted { keys.read().get(h, db_id, key) } else { None });
+                    (Some((key, h)), found)
                 }
                 (Some(key), None, None) => {
                     let k = keys.read();
@@ -1214,7 +1317,7 @@ impl Inner {
                     continue;
                 }
             }
-            let db_cat = guard.db_by_id(db_id).ok_or_else(|| Error::internal("database vanished under write lock"))?;
+            let db_cat = guard.cat().db_by_id(db_id).ok_or_else(|| Error::internal("database vanished under write lock"))?;
             if let (Some(k), Some(_)) = (p.known, p.key) {
                 // Without its tags: the series is the key's, the columns its table's (`check_known`).
                 field_types_of(p, &mut field_types);
@@ -1229,13 +1332,11 @@ impl Inner {
             let resolved = match found {
                 Ok(Lookup::Found(r)) => Ok(r),
                 Ok(found) => {
-                    let mut w = RwLockUpgradableReadGuard::upgrade(guard);
-                    let r = match found {
-                        Lookup::NewSeries(new) => Resolver::create_series(&mut w, db_id, new, &mut batch.entries),
-                        _ => Resolver::create(&mut w, db_id, p.table, &p.tags, &field_types, &mut batch.entries),
-                    };
-                    guard = RwLockWriteGuard::downgrade_to_upgradable(w);
-                    r
+                    let w = guard.exclusive();
+                    match found {
+                        Lookup::NewSeries(new) => Resolver::create_series(w, db_id, new, &mut batch.entries),
+                        _ => Resolver::create(w, db_id, p.table, &p.tags, &field_types, &mut batch.entries),
+                    }
                 }
                 Err(e) => Err(e),
             };
@@ -1245,8 +1346,8 @@ impl Inner {
                     batch.push_row(r.table, r.series, p.ts, values);
                     match key {
                         Some((key, h)) => {
-                            keys.write().insert(h, db_id, key, r.table, r.series);
-                            inserted = true;
+                            new_key_at.insert(h, new_keys.len());
+                            new_keys.push((h, key, r.table, r.series));
                         }
                         None => {
                             if known.is_empty() {
@@ -1261,6 +1362,11 @@ impl Inner {
                 Err(e) => return Err(e),
             }
         }
+        // Shared, and before the catalog's lock goes: an entry is valid while its table exists, and no
+        // table can be dropped while the lock is held.
+        guard.share();
+        insert_keys(keys, db_id, &mut new_keys, &mut new_key_at);
+        drop(guard);
         Ok((batch, rejected))
     }
 

@@ -67,7 +67,7 @@ impl Entry {
 }
 
 /// A key's hash, computed once for a [`SeriesKeys::get`] and the [`SeriesKeys::insert`] after it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(super) struct KeyHash(u64);
 
 /// A key found in the cache: its hash, what it names, and where its entry is (for

@@ -409,6 +409,59 @@ fn a_new_series_key_repeated_in_one_write_names_one_series_and_is_cached_after()
     assert_eq!(cached, [Some((0, 0)), Some((0, 1))]);
 }
 
+/// A write of more new series than the resolve adds in one exclusive run (`RESOLVE_EXCLUSIVE_ROWS`),
+/// each series' key written again at other addresses: right after (found among the keys gathered for the
+/// cache) and once every series is made (found in the cache, or gathered still for the last run). Each
+/// lands in one series, every key is cached after; two writers doing so at once, with keys of their own
+/// and shared, agree on every series.
+#[test]
+fn new_series_over_several_exclusive_runs_are_named_once_and_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    let n = RESOLVE_EXCLUSIVE_ROWS * 5 / 2;
+    let hosts: Vec<String> = (0..n).map(|i| format!("h{i:05}")).collect();
+    let keys: Vec<[String; 3]> = hosts.iter().map(|h| std::array::from_fn(|_| format!("cpu,host={h}"))).collect();
+    let mut points = Vec::new();
+    for (i, (h, k)) in hosts.iter().zip(&keys).enumerate() {
+        points.push(keyed(&k[0], h, 1, i as i64));
+        points.push(keyed(&k[1], h, 2, i as i64));
+    }
+    points.extend(hosts.iter().zip(&keys).enumerate().map(|(i, (h, k))| keyed(&k[2], h, 3, i as i64)));
+    assert_eq!(e.write("db", &points).unwrap().rows_written, 3 * n);
+    assert_eq!(e.catalog().db("db").unwrap().table("cpu").unwrap().series_count(), n);
+    let want: Vec<_> = hosts.iter().enumerate().flat_map(|(i, h)| (1..=3).map(move |ts| (h.clone(), ts, Some(i as i64)))).collect();
+    assert_eq!(read_all(&e, "db"), want);
+    let db = e.catalog().db("db").unwrap().id;
+    {
+        let k = e.inner.series_keys.read();
+        let cached = keys.iter().enumerate().filter(|(i, k3)| k.get(k.hash(db, &k3[0]), db, &k3[0]).map(|(_, s)| s) == Some(*i as SeriesId));
+        assert_eq!(cached.count(), n);
+    }
+
+    // Two writers at once, each of its own new hosts and of hosts both write: one series per host.
+    let both: Vec<String> = (0..n).map(|i| format!("cpu,host=b{i:05}")).collect();
+    std::thread::scope(|s| {
+        for w in 0..2 {
+            let (e, both) = (&e, &both);
+            s.spawn(move || {
+                let own: Vec<String> = (0..n).map(|i| format!("cpu,host=w{w}-{i:05}")).collect();
+                let points: Vec<WritePoint<'_>> = own
+                    .iter()
+                    .zip(both)
+                    .flat_map(|(o, b)| [keyed(o, &o[9..], 10 + w, 1), keyed(b, &b[9..], 10 + w, 2)])
+                    .collect();
+                assert_eq!(e.write("db", &points).unwrap().rows_written, 2 * n);
+            });
+        }
+    });
+    assert_eq!(e.catalog().db("db").unwrap().table("cpu").unwrap().series_count(), 4 * n);
+    let rows = read_all(&e, "db");
+    let shared: Vec<_> = rows.iter().filter(|(h, _, _)| h.starts_with('b')).collect();
+    assert_eq!(shared.len(), 2 * n, "each shared host's series has both writers' rows");
+    assert!(shared.chunks(2).all(|c| c[0].0 == c[1].0 && (c[0].1, c[1].1) == (10, 11)));
+}
+
 /// `Inner::prelookup` gives a row whose key is an earlier row's very text (same address and length, as
 /// the line-protocol parser hands out a repeated key) that row's series without looking it up again; a
 /// key at the same address but of another length (a prefix: another series) is looked up as usual.
