@@ -406,7 +406,7 @@ pub struct TableCatalog {
     by_name: HashMap<Arc<str>, ColId>,
     /// Indexed by column id; `Some` for tag columns.
     dicts: Vec<Option<TagDict>>,
-    /// Tag values of every series back to back: series `s`'s end at `set_ends[s]` in `set_vals`, under
+    /// Tag values of every series back to back: series `s` ends at `set_ends[s]` in `set_vals`, under
     /// the columns of shape `set_shape[s]`.
     set_vals: Vec<u32>,
     set_ends: Vec<u32>,
@@ -442,7 +442,6 @@ fn hash_tagset(hasher: &foldhash::fast::RandomState, tags: impl Iterator<Item = 
     }
     h.finish()
 }
-
 
 impl TableCatalog {
     fn new(id: TableId, name: &str) -> Self {

@@ -880,8 +880,8 @@ fn lookup_row<'a>(
     Ok(shape.as_ref().map_or(Lookup::Missing, |(_, s)| Resolver::lookup_shaped(d, s, &p.tags)))
 }
 
-/// Adds `new_keys` (database `db`'s new series' keys, with their hashes and what they name) to the cache
-/// of series keys under one write lock, and empties them and their index.
+/// Adds `new_keys` (keys of database `db` resolved through the catalog, with their hashes and what they
+/// name) to the cache of series keys under one write lock, and empties them and their index.
 fn insert_keys(
     keys: &RwLock<series_keys::SeriesKeys>,
     db: DbId,
@@ -1246,10 +1246,11 @@ impl Inner {
         }
         // Keys inserted by this request: a row's cached miss may have been inserted by an earlier row.
         let mut inserted = false;
-        // New series' keys not in the cache yet, and where each is by its hash (a later row of the same
-        // new series finds it here): inserted once the catalog is shared again, at the end of each
-        // exclusive run. Not while it is exclusive: another request's prelookup may hold the cache's read
-        // lock while it waits for the catalog's.
+        // Keys this request resolved through the catalog (new series', and those the cache had lost) and
+        // not in the cache yet, and where each is by its hash (a later row of the same series finds it
+        // here): inserted once the catalog is shared again, at the end of each exclusive run and of the
+        // request. Not while it is exclusive: another request's prelookup may hold the cache's read lock
+        // while it waits for the catalog's.
         let mut new_keys: Vec<(series_keys::KeyHash, &str, TableId, SeriesId)> = Vec::new();
         let mut new_key_at: crate::FastMap<series_keys::KeyHash, usize> = crate::FastMap::default();
         let new_key = |new_keys: &[(series_keys::KeyHash, &str, TableId, SeriesId)], at: &crate::FastMap<series_keys::KeyHash, usize>, h, key: &str| {
