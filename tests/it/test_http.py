@@ -367,3 +367,29 @@ def test_count_min_max_without_group_by_come_from_block_statistics(make_server):
     assert r["results"][0]["series"][0]["values"] == [["1970-01-01T00:00:00Z", 800]]
     r = requests.get(s.url + "/query", params={"db": "db", "q": "SELECT count(v) FROM m WHERE h = 'nope'"}).json()
     assert r == {"results": [{"statement_id": 0}]}
+
+
+def test_a_large_influxql_answer_sent_in_parts_reads_as_one_body(server):
+    # 2,000 hosts' last rows of 12 columns (24,000 cells): the server writes the second half of the
+    # series on another thread and sends it as a part of its own, behind a Content-Length for both.
+    create_db(server)
+    lines = []
+    for h in range(2000):
+        fields = ",".join(f"f{k}={h * 10 + k}" for k in range(9))
+        for t in range(3):
+            lines.append(f"cpu,host=h{h},region=r{h % 7},rack=k{h % 13} {fields},t={t}i {1700000000 + t}000000000")
+    assert server.write("db", "\n".join(lines)).status_code == 204
+    q = 'SELECT * FROM cpu GROUP BY "host" ORDER BY time DESC LIMIT 1'
+    r = requests.get(server.url + "/query", params={"db": "db", "q": q}, timeout=60)
+    assert r.status_code == 200, r.text[:300]
+    assert r.headers.get("Transfer-Encoding") is None
+    assert int(r.headers["Content-Length"]) == len(r.content)
+    series = r.json()["results"][0]["series"]
+    # As InfluxDB orders series under ORDER BY time DESC: by their keys, descending.
+    assert [s["tags"]["host"] for s in series] == sorted((f"h{h}" for h in range(2000)), reverse=True)
+    columns = ["time", "f0", "f1", "f2", "f3", "f4", "f5", "f6", "f7", "f8", "rack", "region", "t"]
+    for s in series:
+        h = int(s["tags"]["host"][1:])
+        assert s["columns"] == columns
+        want = ["2023-11-14T22:13:22Z"] + [h * 10 + k for k in range(9)] + [f"k{h % 13}", f"r{h % 7}", 2]
+        assert s["values"] == [want], s

@@ -416,10 +416,10 @@ impl Ctx<'_> {
                 Some(Cell::String(v)) => &**v,
                 _ => "",
             };
-            let mut keyed: Vec<(&str, u32)> = by_group.iter().map(|c| (value(*c), *c)).collect();
+            let mut keyed: Vec<(u128, &str, u32)> = by_group.iter().map(|c| (text_prefix(value(*c)), value(*c), *c)).collect();
             keyed.sort_unstable();
             by_group.clear();
-            by_group.extend(keyed.iter().map(|(_, c)| *c));
+            by_group.extend(keyed.iter().map(|(_, _, c)| *c));
         } else if !group_at.is_empty() {
             by_group.sort_by(|a, b| key_of(*a).cmp(key_of(*b)));
         }
@@ -983,6 +983,17 @@ fn group_of<'c>(cells: &'c [Cell], at: &'c [Option<usize>]) -> impl Iterator<Ite
     })
 }
 
+/// The first 16 bytes of `s` as a big-endian integer, zero-padded: a key that sorts as `s` does up to
+/// ties (`text_prefix(a) < text_prefix(b)` implies `a < b`), so that `(text_prefix(s), s)` pairs sort as
+/// the strings and most comparisons are of one integer. Sorting 4,000 hostnames (TSBS's lastpoint) by
+/// their strings was 0.38 ms of the 4.8 ms the statement took, each comparison following two pointers.
+fn text_prefix(s: &str) -> u128 {
+    let mut b = [0u8; 16];
+    let n = s.len().min(16);
+    b[..n].copy_from_slice(&s.as_bytes()[..n]);
+    u128::from_be_bytes(b)
+}
+
 /// [`group_of`], owned.
 fn group_key(row: &[Cell], at: &[Option<usize>]) -> Vec<String> {
     group_of(row, at).map(str::to_string).collect()
@@ -1447,5 +1458,38 @@ fn field_arg(arg: Option<&Expr>, info: &TableInfo, func: &str) -> Result<Option<
         }
         Some(other) => Err(format!("expected field argument in {func}(), got {other}")),
         None => Err(format!("invalid number of arguments for {func}, expected 1, got 0")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::text_prefix;
+
+    /// Strings sorted by `(text_prefix, string)` come out in the strings' own order: proper prefixes,
+    /// NUL bytes (a padding byte's value), ties past 16 bytes, multi-byte characters and the empty string.
+    #[test]
+    fn text_prefix_sorts_as_the_strings() {
+        let mut words: Vec<String> = ["", "a", "a\0", "a\0\0b", "a\u{1}", "ab", "host_1", "host_10", "host_100", "host_9", "é", "z\u{7f}"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        words.extend((0..40).map(|i| format!("a_sixteen_bytes_{i}")));
+        words.extend((0..40).map(|i| format!("host_{}", i * 997 % 4000)));
+        let mut x: u64 = 7;
+        for _ in 0..2000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = (x >> 60) as usize + 12;
+            words.push((0..len).map(|i| char::from(b"\0ab"[((x >> (i * 3 % 58)) % 3) as usize])).collect());
+        }
+        for (a, b) in words.iter().zip(words.iter().skip(1)) {
+            if text_prefix(a) != text_prefix(b) {
+                assert_eq!(text_prefix(a) < text_prefix(b), a < b, "{a:?} against {b:?}");
+            }
+        }
+        let mut by_key: Vec<(u128, &str)> = words.iter().map(|w| (text_prefix(w), w.as_str())).collect();
+        by_key.sort_unstable();
+        let mut plain: Vec<&str> = words.iter().map(String::as_str).collect();
+        plain.sort_unstable();
+        assert_eq!(by_key.iter().map(|(_, w)| *w).collect::<Vec<_>>(), plain);
     }
 }
