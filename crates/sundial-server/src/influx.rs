@@ -16,7 +16,7 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use sundial_query::influx::values::{Chunk, Column, Gathered};
-use sundial_query::influx::{Cell, Series, StatementResult, Values};
+use sundial_query::influx::{Cell, Series, SeriesTable, StatementResult, Values};
 
 use crate::AppState;
 use crate::errors::error_response;
@@ -63,7 +63,7 @@ async fn query(state: Arc<AppState>, p: HashMap<String, String>) -> Response {
     // Counted until its body is written: the read and the writer split over two threads only while no
     // other statement is answered.
     let _answering = sundial_query::busy::Answering::enter();
-    let results = match state.influxql.execute(db, q, now_ns()).await {
+    let results = match state.influxql.execute_tables(db, q, now_ns()).await {
         Ok(r) => r,
         Err(e) => return error_response(StatusCode::BAD_REQUEST, e.to_string()),
     };
@@ -75,7 +75,7 @@ async fn query(state: Arc<AppState>, p: HashMap<String, String>) -> Response {
     // 2.5 s), the next query's allocations waiting on the free's. A smaller one of many series (100
     // hosts' lastpoint: 8 % of its server CPU) is freed by a task of the runtime, which runs once this
     // one has handed the response over, here or on the other thread, instead of before it is sent.
-    match results.iter().map(|r| r.series.len()).sum::<usize>() {
+    match results.iter().map(series_count).sum::<usize>() {
         0..=FREE_IN_PLACE_SERIES_MAX => drop(results),
         FREE_ON_BLOCKING_THREAD_SERIES_MIN.. => drop(tokio::task::spawn_blocking(move || drop(results))),
         _ => drop(tokio::spawn(async move { drop(results) })),
@@ -127,10 +127,12 @@ fn epoch_divisor(e: &str) -> Option<i64> {
 pub fn render(results: &[StatementResult], epoch: Option<i64>) -> String {
     // Sized up front from the cells and series: a body of megabytes is not copied again at every
     // doubling.
+    let series_bytes = |columns: usize, rows: usize| 64 + 16 * columns + rows * JSON_BYTES_PER_CELL * columns;
     let cells: usize = results
         .iter()
         .flat_map(|r| &r.series)
-        .map(|s| 64 + 16 * s.columns.len() + s.values.as_ref().map_or(0, |v| v.len() * JSON_BYTES_PER_CELL * s.columns.len()))
+        .map(|s| series_bytes(s.columns.len(), s.values.as_ref().map_or(0, |v| v.len())))
+        .chain(results.iter().flat_map(|r| &r.table).map(|t| t.len() * series_bytes(t.columns.len(), 1)))
         .sum();
     let mut out = String::with_capacity(cells + 64);
     out.push_str("{\"results\":[");
@@ -139,22 +141,20 @@ pub fn render(results: &[StatementResult], epoch: Option<i64>) -> String {
             out.push(',');
         }
         let _ = write!(out, "{{\"statement_id\":{i}");
-        if !r.series.is_empty() {
+        let n = series_count(r);
+        if n > 0 {
             out.push_str(",\"series\":[");
             match parallel_split(r) {
-                None => render_series_list(&mut out, &r.series, epoch),
-                Some((mid, capacity)) => {
-                    let (head, tail) = r.series.split_at(mid);
-                    write_halves(
-                        &mut out,
-                        capacity,
-                        |out| render_series_list(out, head, epoch),
-                        |rest| {
-                            rest.push(',');
-                            render_series_list(rest, tail, epoch);
-                        },
-                    );
-                }
+                None => render_list(&mut out, r, 0..n, epoch),
+                Some((mid, capacity)) => write_halves(
+                    &mut out,
+                    capacity,
+                    |out| render_list(out, r, 0..mid, epoch),
+                    |rest| {
+                        rest.push(',');
+                        render_list(rest, r, mid..n, epoch);
+                    },
+                ),
             }
             out.push(']');
         }
@@ -173,9 +173,25 @@ pub fn render(results: &[StatementResult], epoch: Option<i64>) -> String {
 /// a statement of enough cells (the read before already ran on both cores). Not while other statements
 /// are answered: they keep the other core busy.
 fn parallel_split(r: &StatementResult) -> Option<(usize, usize)> {
-    let cells: usize = r.series.iter().map(|s| s.values.as_ref().map_or(0, |v| v.len() * s.columns.len())).sum();
-    (cells >= PARALLEL_WRITE_CELLS_MIN && r.series.len() >= 2 && sundial_query::busy::alone())
-        .then(|| (r.series.len() / 2, cells * JSON_BYTES_PER_CELL / 2))
+    let cells: usize = match &r.table {
+        Some(t) => t.len() * t.columns.len(),
+        None => r.series.iter().map(|s| s.values.as_ref().map_or(0, |v| v.len() * s.columns.len())).sum(),
+    };
+    let n = series_count(r);
+    (cells >= PARALLEL_WRITE_CELLS_MIN && n >= 2 && sundial_query::busy::alone()).then(|| (n / 2, cells * JSON_BYTES_PER_CELL / 2))
+}
+
+/// A statement's series: in its list, or rows of its table.
+fn series_count(r: &StatementResult) -> usize {
+    r.table.as_ref().map_or(r.series.len(), SeriesTable::len)
+}
+
+/// Series `range` of a statement (see [`series_count`]), comma-separated.
+fn render_list(out: &mut String, r: &StatementResult, range: std::ops::Range<usize>, epoch: Option<i64>) {
+    match &r.table {
+        Some(t) => render_table_rows(out, t, range, epoch),
+        None => render_series_list(out, &r.series[range], epoch),
+    }
 }
 
 /// The body [`render`] writes, in parts sent one after the other. The answer of one statement whose
@@ -193,14 +209,14 @@ async fn render_parts(results: &Arc<Vec<StatementResult>>, epoch: Option<i64>) -
     let tail = tokio::task::spawn_blocking(move || {
         let mut rest = String::with_capacity(capacity);
         rest.push(',');
-        render_series_list(&mut rest, &all[0].series[mid..], epoch);
+        render_list(&mut rest, &all[0], mid..series_count(&all[0]), epoch);
         rest.push_str("]}]}");
         rest
     });
     // As `render` frames its first statement.
     let mut head = String::with_capacity(capacity + 64);
     head.push_str("{\"results\":[{\"statement_id\":0,\"series\":[");
-    render_series_list(&mut head, &results[0].series[..mid], epoch);
+    render_list(&mut head, &results[0], 0..mid, epoch);
     match tail.await {
         Ok(rest) => vec![head, rest],
         Err(e) => match e.try_into_panic() {
@@ -239,6 +255,59 @@ fn render_series_list(out: &mut String, series: &[Series], epoch: Option<i64>) {
             out.push(',');
         }
         render_series(out, s, &mut columns, &mut w);
+    }
+}
+
+/// Rows `rows` of a table, a series each, comma-separated: the JSON [`render_series`] writes for each of
+/// [`SeriesTable::series`], put together from the parts every series shares (its name, its tags' keys,
+/// the columns), the row's tags by their codes, and its cells.
+fn render_table_rows(out: &mut String, t: &SeriesTable, rows: std::ops::Range<usize>, epoch: Option<i64>) {
+    let mut head = String::from("{\"name\":");
+    push_str(&mut head, &t.name);
+    head.push_str(",\"tags\":{");
+    let keys: Vec<(String, usize)> = t
+        .group
+        .iter()
+        .enumerate()
+        .map(|(i, (k, tag))| {
+            let mut key = String::from(if i > 0 { "," } else { "" });
+            push_str(&mut key, k);
+            key.push(':');
+            (key, *tag)
+        })
+        .collect();
+    let mut columns = String::from("},\"columns\":[");
+    for (i, c) in t.columns.iter().enumerate() {
+        if i > 0 {
+            columns.push(',');
+        }
+        push_str(&mut columns, c);
+    }
+    columns.push_str("],\"values\":[[");
+    let mut w = RowWriter::new(epoch);
+    for (j, r) in rows.enumerate() {
+        if j > 0 {
+            out.push(',');
+        }
+        out.push_str(&head);
+        for (key, tag) in &keys {
+            out.push_str(key);
+            push_str(out, t.tag(r, *tag).unwrap_or(""));
+        }
+        out.push_str(&columns);
+        let row = t.row(r);
+        w.cell(out, &row[0]);
+        for c in t.sources.iter() {
+            out.push(',');
+            match *c {
+                Column::Tag(i) => match t.tag(r, i) {
+                    Some(v) => push_str(out, v),
+                    None => out.push_str("null"),
+                },
+                Column::Cell(k) => w.cell(out, &row[k]),
+            }
+        }
+        out.push_str("]]}");
     }
 }
 
@@ -621,6 +690,50 @@ mod tests {
         let parts = runtime.block_on(render_parts(&results, None));
         assert!((1..=2).contains(&parts.len()), "{} parts", parts.len());
         assert_eq!(parts.concat(), want);
+    }
+
+    /// A table of series (one row each, tags by dictionary code) renders as its series do one by one:
+    /// tags needing escapes, a missing group tag ('') and a missing column tag (null), two group tags,
+    /// `epoch`, and a table large enough to be written in halves (and sent in parts).
+    #[test]
+    fn a_series_table_renders_as_its_series() {
+        use sundial_query::influx::values::NO_CODE;
+        let table = |rows: usize| {
+            let hosts: std::sync::Arc<[std::sync::Arc<str>]> = (0..rows).map(|i| format!("h\"{i}").into()).collect();
+            let regions: std::sync::Arc<[std::sync::Arc<str>]> = vec!["r0".into(), "r\\1".into()].into();
+            let mut codes = Vec::new();
+            let mut cells = Vec::new();
+            for i in 0..rows {
+                codes.extend([if i % 5 == 3 { NO_CODE } else { i as u32 }, [0, 1, NO_CODE][i % 3]]);
+                let v = if i % 4 == 1 { Cell::Null } else { Cell::Float(i as f64 / 8.0) };
+                cells.extend([Cell::Time(i as i64 * 1_000_000_007), v, Cell::Integer(-(i as i64))]);
+            }
+            SeriesTable {
+                name: "m\"x".into(),
+                group: vec![("host".into(), 0), ("region".into(), 1)],
+                columns: vec!["time".into(), "region".into(), "v".into(), "w".into(), "v".into()].into(),
+                sources: vec![Column::Tag(1), Column::Cell(1), Column::Cell(2), Column::Cell(1)].into(),
+                tag_values: vec![hosts, regions],
+                width: 3,
+                codes,
+                cells,
+            }
+        };
+        for rows in [0, 1, 7, PARALLEL_WRITE_CELLS_MIN / 5 + 3] {
+            let tabled = StatementResult { series: Vec::new(), table: Some(table(rows)), error: None };
+            let mut expanded = tabled.clone();
+            expanded.expand();
+            assert_eq!(expanded.series.len(), rows);
+            for epoch in [None, Some(1), Some(1_000_000_000)] {
+                let two = |r: &StatementResult| vec![r.clone(), StatementResult::series(Vec::new())];
+                assert_eq!(render(&two(&tabled), epoch), render(&two(&expanded), epoch), "{rows} rows, epoch {epoch:?}");
+                let want = render(std::slice::from_ref(&expanded), epoch);
+                assert_eq!(render(std::slice::from_ref(&tabled), epoch), want, "{rows} rows, epoch {epoch:?}");
+                let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap();
+                let parts = runtime.block_on(render_parts(&Arc::new(vec![tabled.clone()]), epoch));
+                assert_eq!(parts.concat(), want, "{rows} rows in {} parts, epoch {epoch:?}", parts.len());
+            }
+        }
     }
 
     /// Gathered rows (tags held per chunk, written from JSON made once per chunk) render as the same

@@ -25,7 +25,7 @@ pub mod values;
 use std::sync::Arc;
 
 pub use cell::Cell;
-pub use values::{FlatRows, Values};
+pub use values::{FlatRows, SeriesTable, Values};
 
 use crate::QueryEngine;
 use crate::influxql::{self, ParseError, Statement};
@@ -65,16 +65,26 @@ pub struct Series {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct StatementResult {
     pub series: Vec<Series>,
+    /// The series as one table instead ([`SeriesTable`]; `series` then empty): only from
+    /// [`InfluxQl::execute_tables`].
+    pub table: Option<SeriesTable>,
     pub error: Option<String>,
 }
 
 impl StatementResult {
     pub fn error(msg: impl Into<String>) -> Self {
-        StatementResult { series: Vec::new(), error: Some(msg.into()) }
+        StatementResult { series: Vec::new(), table: None, error: Some(msg.into()) }
     }
 
     pub fn series(series: Vec<Series>) -> Self {
-        StatementResult { series, error: None }
+        StatementResult { series, table: None, error: None }
+    }
+
+    /// The series of a table as a series each.
+    pub fn expand(&mut self) {
+        if let Some(t) = self.table.take() {
+            self.series = t.series();
+        }
     }
 }
 
@@ -97,6 +107,14 @@ impl InfluxQl {
     /// Runs every statement of `query` against database `db` (the `db=` parameter; statements may name
     /// another with `ON` or `db..m`). `now_ns` is the query's `now()`.
     pub async fn execute(&self, db: Option<&str>, query: &str, now_ns: i64) -> Result<Vec<StatementResult>, QueryParseError> {
+        let mut out = self.execute_tables(db, query, now_ns).await?;
+        out.iter_mut().for_each(StatementResult::expand);
+        Ok(out)
+    }
+
+    /// [`Self::execute`], where a statement may answer with a [`SeriesTable`] instead of its series
+    /// (for a writer that handles both: the HTTP endpoint's JSON).
+    pub async fn execute_tables(&self, db: Option<&str>, query: &str, now_ns: i64) -> Result<Vec<StatementResult>, QueryParseError> {
         let statements = influxql::parse_query(query).map_err(QueryParseError)?;
         let mut out = Vec::with_capacity(statements.len());
         for st in &statements {

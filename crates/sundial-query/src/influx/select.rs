@@ -23,7 +23,7 @@ use sundial_storage::types::FieldType;
 use super::cell::{Cell, CellColumn, arithmetic, negate};
 use super::cond::{self, ColKind, TableInfo, TimeRange, ident};
 use super::values::{self, Chunk, Gathered};
-use super::{BUCKETS_PER_SERIES_MAX, FlatRows, RESULT_ROWS_MAX, Series, StatementResult, TOP_N_MAX, Values, database, too_many_rows};
+use super::{BUCKETS_PER_SERIES_MAX, FlatRows, RESULT_ROWS_MAX, Series, SeriesTable, StatementResult, TOP_N_MAX, Values, database, too_many_rows};
 use crate::QueryEngine;
 use crate::influxql::{Dimension, Expr, Fill, MeasurementName, SelectStatement, Source, TimeOffset, WildcardType};
 
@@ -36,16 +36,28 @@ pub async fn run(qe: &QueryEngine, db: Option<&str>, s: &SelectStatement, now_ns
     if s.timezone.is_some() {
         return Err("tz() is not supported yet: times are UTC".into());
     }
+    let sources = sources(qe, db, s)?;
+    let skip = s.soffset.unwrap_or(0) as usize;
+    let take = s.slimit.filter(|n| *n > 0).map_or(usize::MAX, |n| n as usize);
+    if let [(db_name, table, info)] = &sources[..] {
+        let ctx = Ctx::new(qe, db_name, table, info, s, now_ns)?;
+        if let Some(mut t) = match ctx.filter(|_| s.is_raw_query()) {
+            Some(ctx) => ctx.last_table().await?,
+            None => None,
+        } {
+            let n = t.len();
+            t.keep(skip.min(n)..skip.saturating_add(take).min(n));
+            return Ok(StatementResult { series: Vec::new(), table: Some(t), error: None });
+        }
+    }
     let mut series = Vec::new();
-    for (db_name, table, info) in sources(qe, db, s)? {
-        series.extend(run_measurement(qe, &db_name, &table, &info, s, now_ns).await?);
+    for (db_name, table, info) in &sources {
+        series.extend(run_measurement(qe, db_name, table, info, s, now_ns).await?);
     }
     series.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.tags.cmp(&b.tags)));
     if s.order_desc {
         series.reverse();
     }
-    let skip = s.soffset.unwrap_or(0) as usize;
-    let take = s.slimit.filter(|n| *n > 0).map_or(usize::MAX, |n| n as usize);
     let series: Vec<Series> = series.into_iter().skip(skip).take(take).collect();
     Ok(StatementResult::series(series))
 }
@@ -250,13 +262,7 @@ async fn run_measurement(
     s: &SelectStatement,
     now_ns: i64,
 ) -> Result<Vec<Series>, String> {
-    let (group_tags, bucket) = dimensions(s, info, now_ns)?;
-    let fields = out_fields(s, info, &group_tags)?;
-    let (range, cond_sql) = cond::split(s.condition.as_ref(), info, now_ns)?;
-    if fields.is_empty() || range.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ctx = Ctx { qe, db, table, info, s, now_ns, group_tags, bucket, fields, range, cond_sql };
+    let Some(ctx) = Ctx::new(qe, db, table, info, s, now_ns)? else { return Ok(Vec::new()) };
     if s.is_raw_query() {
         if ctx.bucket.is_some() {
             return Err("GROUP BY requires at least one aggregate function".into());
@@ -281,7 +287,18 @@ struct Ctx<'a> {
     cond_sql: Option<String>,
 }
 
-impl Ctx<'_> {
+impl<'a> Ctx<'a> {
+    /// The statement over one measurement; `None` when it selects nothing (no field, an empty range).
+    fn new(qe: &'a QueryEngine, db: &'a str, table: &'a str, info: &'a TableInfo, s: &'a SelectStatement, now_ns: i64) -> Result<Option<Self>, String> {
+        let (group_tags, bucket) = dimensions(s, info, now_ns)?;
+        let fields = out_fields(s, info, &group_tags)?;
+        let (range, cond_sql) = cond::split(s.condition.as_ref(), info, now_ns)?;
+        if fields.is_empty() || range.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Ctx { qe, db, table, info, s, now_ns, group_tags, bucket, fields, range, cond_sql }))
+    }
+
     /// Runs `sql` on the database and returns its rows as cells.
     async fn query(&self, sql: &str) -> Result<Vec<Vec<Cell>>, String> {
         tracing::debug!(sql, "InfluxQL translated");
@@ -349,8 +366,11 @@ impl Ctx<'_> {
 
     // ------------------------------------------------------------------ raw
 
-    async fn raw(&self) -> Result<Vec<Series>, String> {
-        // Columns: time, every tag (series key and grouping), then the referenced fields.
+    /// A raw statement's columns: the fields it reads, every tag of the table (series key and grouping),
+    /// and where each output column after the time comes from when every one is a plain tag or field
+    /// reference, a chunk's tag or a row's cell (rows are `[time, fields]`); `None` when some are
+    /// evaluated per row.
+    fn raw_columns(&self) -> (Vec<&str>, Vec<&String>, Option<Vec<values::Column>>) {
         let mut field_cols: Vec<&str> = Vec::new();
         for f in &self.fields {
             f.expr.walk(&mut |e| {
@@ -361,16 +381,7 @@ impl Ctx<'_> {
                 }
             });
         }
-        if field_cols.is_empty() {
-            // InfluxDB answers a query of tags only (`SELECT host FROM m`) with no series, not an error.
-            return Ok(Vec::new());
-        }
         let tags: Vec<&String> = self.info.tags.iter().collect();
-        let tail = self.tail_rows(&field_cols);
-
-        // Where each output column comes from: a plain tag or field reference is a chunk's tag or a row's
-        // cell (rows are `[time, fields]`); anything else is evaluated per row.
-        let n_tags = tags.len();
         let direct: Option<Vec<values::Column>> = self
             .fields
             .iter()
@@ -383,6 +394,47 @@ impl Ctx<'_> {
                 _ => None,
             })
             .collect();
+        (field_cols, tags, direct)
+    }
+
+    /// The answer as one [`SeriesTable`] when it can be one: each series' last row (`ORDER BY time
+    /// DESC LIMIT 1`), every column a plain tag or field, grouped by tags of the table so that each
+    /// series is its own group (see [`native::run_last_table`]). `None`: answer it as `raw` does.
+    async fn last_table(&self) -> Result<Option<SeriesTable>, String> {
+        if !self.qe.influxql_native() || self.group_tags.is_empty() || self.bucket.is_some() {
+            return Ok(None);
+        }
+        let (field_cols, tags, direct) = self.raw_columns();
+        let (Some(direct), Some(1)) = (direct, self.tail_rows(&field_cols)) else { return Ok(None) };
+        let Some(group) = self.group_tags.iter().map(|g| tags.iter().position(|t| *t == g)).collect::<Option<Vec<usize>>>() else {
+            return Ok(None);
+        };
+        if field_cols.is_empty() {
+            return Ok(None);
+        }
+        let shape = native::RawShape { source: self.source(), tags: &tags, fields: &field_cols, tail: Some(1) };
+        let Some(plan) = native::plan_raw(self.qe.storage(), &shape) else { return Ok(None) };
+        let Some(t) = native::run_last_table(self.qe.storage().clone(), plan, &group, self.s.order_desc).await? else { return Ok(None) };
+        Ok(Some(SeriesTable {
+            name: self.table.to_string(),
+            group: self.group_tags.iter().cloned().zip(group).collect(),
+            columns: self.columns(),
+            sources: direct.into(),
+            tag_values: t.tag_values,
+            width: 1 + field_cols.len(),
+            codes: t.codes,
+            cells: t.cells,
+        }))
+    }
+
+    async fn raw(&self) -> Result<Vec<Series>, String> {
+        let (field_cols, tags, direct) = self.raw_columns();
+        if field_cols.is_empty() {
+            // InfluxDB answers a query of tags only (`SELECT host FROM m`) with no series, not an error.
+            return Ok(Vec::new());
+        }
+        let tail = self.tail_rows(&field_cols);
+        let n_tags = tags.len();
         let shape = native::RawShape { source: self.source(), tags: &tags, fields: &field_cols, tail };
         let native = if self.qe.influxql_native() { native::plan_raw(self.qe.storage(), &shape) } else { None };
         let chunks: Arc<[Chunk]> = match native {

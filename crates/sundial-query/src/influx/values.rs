@@ -139,6 +139,84 @@ impl Gathered {
     }
 }
 
+/// A tag without a value in a [`SeriesTable`]'s codes.
+pub const NO_CODE: u32 = u32::MAX;
+
+/// A statement's answer when every series of it is one row of a different stored series of one
+/// measurement, each series its own group (the last row of each host: TSBS's lastpoint, `SELECT * ...
+/// GROUP BY "hostname" ORDER BY time DESC LIMIT 1`), held as one table rather than a [`super::Series`]
+/// each. At 4,000 hosts, making a series per host (its name, tags, row and tag strings), sorting them,
+/// writing them and freeing them was more than half of the statement's CPU; here a row is its cells
+/// and a dictionary code per tag, and the writer puts the JSON of each series together from those.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeriesTable {
+    /// The measurement: every series' name.
+    pub name: String,
+    /// The `GROUP BY` tags, sorted by key: each with its index in `tag_values`.
+    pub group: Vec<(String, usize)>,
+    pub columns: Arc<[String]>,
+    /// What each column after the time shows: a tag (an index of `tag_values`) or a cell of the row.
+    pub sources: Arc<[Column]>,
+    /// Per tag, its values by dictionary code.
+    pub tag_values: Vec<Arc<[Arc<str>]>>,
+    /// Cells per row: the time, then the fields read.
+    pub width: usize,
+    /// Per row, in answer order: a code per tag of `tag_values` ([`NO_CODE`]: none).
+    pub codes: Vec<u32>,
+    /// Per row, in answer order: `width` cells.
+    pub cells: Vec<Cell>,
+}
+
+impl SeriesTable {
+    /// Rows, that is series.
+    pub fn len(&self) -> usize {
+        self.cells.len() / self.width.max(1)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// The cells of row `r`: its time, then its fields.
+    pub fn row(&self, r: usize) -> &[Cell] {
+        &self.cells[r * self.width..(r + 1) * self.width]
+    }
+
+    /// The value of tag `t` (an index of `tag_values`) in row `r`.
+    pub fn tag(&self, r: usize, t: usize) -> Option<&str> {
+        let code = self.codes[r * self.tag_values.len() + t];
+        self.tag_values[t].get(code as usize).map(|v| &**v)
+    }
+
+    /// Keeps only the rows `rows` (`SOFFSET` and `SLIMIT`).
+    pub fn keep(&mut self, rows: std::ops::Range<usize>) {
+        let (w, k) = (self.width.max(1), self.tag_values.len());
+        self.cells.truncate(rows.end * w);
+        self.cells.drain(..rows.start * w);
+        self.codes.truncate(rows.end * k);
+        self.codes.drain(..rows.start * k);
+    }
+
+    /// The series, one each: for callers other than the JSON writer, and tests.
+    pub fn series(&self) -> Vec<super::Series> {
+        (0..self.len())
+            .map(|r| {
+                let row = self.row(r);
+                let cells = std::iter::once(row[0].clone()).chain(self.sources.iter().map(|c| match *c {
+                    Column::Tag(t) => self.tag(r, t).map_or(Cell::Null, |v| Cell::String(v.into())),
+                    Column::Cell(k) => row[k].clone(),
+                }));
+                super::Series {
+                    name: self.name.clone(),
+                    tags: Some(self.group.iter().map(|(k, t)| (k.clone(), self.tag(r, *t).unwrap_or("").to_string())).collect()),
+                    columns: self.columns.clone(),
+                    values: Some(Values::Rows(vec![cells.collect()])),
+                }
+            })
+            .collect()
+    }
+}
+
 impl Values {
     pub fn len(&self) -> usize {
         match self {

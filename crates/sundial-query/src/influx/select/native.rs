@@ -32,7 +32,7 @@ use sundial_storage::types::{Column, ColumnValues, FieldType, Value};
 use super::{Call, FlatRows, Func, bucket_start, compile};
 use crate::influx::{RESULT_ROWS_MAX, too_many_rows};
 use crate::influx::cell::Cell;
-use crate::influx::values::Chunk;
+use crate::influx::values::{Chunk, NO_CODE};
 use crate::influx::cond::{ColKind, TableInfo, TimeRange, flip};
 use crate::influxql::{BinaryOp, Expr};
 
@@ -62,6 +62,9 @@ pub(super) static WRITTEN_FROM_FOLDS: std::sync::atomic::AtomicUsize = std::sync
 /// Of those, answers made by two threads, half the groups each (`FOLDED_PARALLEL_ROWS_MIN`).
 #[cfg(test)]
 pub(super) static WRITTEN_IN_HALVES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Raw statements answered as a [`SeriesTable`](crate::influx::SeriesTable) ([`run_last_table`]).
+#[cfg(test)]
+pub(super) static TABLED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// Narrowed statements whose answer did not start at the bound, read again whole.
 #[cfg(test)]
 pub(super) static WIDENED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -1660,6 +1663,114 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
     Ok(out)
 }
 
+/// The rows of a raw statement's [`SeriesTable`](crate::influx::SeriesTable): per row, a code per tag of
+/// the plan and the cells (time and selected fields) of one series' last row.
+pub(super) struct LastTable {
+    /// Per tag of the plan (`RawShape::tags`), its values by code.
+    pub tag_values: Vec<Arc<[Arc<str>]>>,
+    pub codes: Vec<u32>,
+    pub cells: Vec<Cell>,
+}
+
+/// A [`RawPlan`] of the last row of each series, with the series in answer order.
+struct TablePlan {
+    raw: RawPlan,
+    order: Vec<SeriesId>,
+}
+
+/// The last row of each series of `plan` (`ORDER BY time DESC LIMIT 1`), each series its own group of
+/// the `GROUP BY` tags `group` (indexes of the plan's tags, in key order), in the groups' order
+/// (descending when `desc`): the answer [`super::Ctx::raw`] would make, as one table. `None` when it
+/// cannot be one: two series in one group, a condition left on fields, or a tag whose dictionary is
+/// too large to share its values (10 M hostnames).
+///
+/// The series are ordered by their group's values before reading, from the catalog's dictionaries,
+/// and then read in halves on two threads, each half's rows in that order: nothing is sorted after.
+pub(super) async fn run_last_table(engine: Arc<Engine>, plan: RawPlan, group: &[usize], desc: bool) -> Result<Option<LastTable>, String> {
+    if plan.tail != Some(1) || group.is_empty() {
+        return Ok(None);
+    }
+    let (tag_values, order) = {
+        let cat = engine.catalog();
+        let sc = &plan.scope;
+        let Some(t) = cat.db_by_id(sc.db).and_then(|d| d.table_by_id(sc.table)) else { return Ok(None) };
+        let mut tag_values: Vec<Arc<[Arc<str>]>> = Vec::with_capacity(plan.tag_cols.len());
+        for c in &plan.tag_cols {
+            match t.tag_dict(*c).map(|d| d.shared_values()) {
+                Some(Some(v)) => tag_values.push(v),
+                Some(None) => return Ok(None),
+                None => tag_values.push(Arc::from(Vec::new())),
+            }
+        }
+        let tag = |s: SeriesId, i: usize| t.series_tag_code(s, plan.tag_cols[i]).and_then(|c| tag_values[i].get(c as usize)).map(|v| &**v);
+        // Tag conditions keep or drop whole series; one left on fields leaves rows to filter.
+        let mut keyed: Vec<(u128, SeriesId)> = Vec::with_capacity(sc.series.len());
+        for s in &sc.series {
+            match plan.pred.residual(&|c| plan.tag_cols.iter().position(|x| *x == c).and_then(|i| tag(*s, i))) {
+                Pred::Const(true) => keyed.push((super::text_prefix(tag(*s, group[0]).unwrap_or("")), *s)),
+                Pred::Const(false) => {}
+                _ => return Ok(None),
+            }
+        }
+        // A missing tag groups as '' (as `Ctx::raw` has it).
+        let key = |s: SeriesId| group.iter().map(move |g| tag(s, *g).unwrap_or(""));
+        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| key(a.1).cmp(key(b.1))));
+        if keyed.windows(2).any(|w| w[0].0 == w[1].0 && key(w[0].1).eq(key(w[1].1))) {
+            return Ok(None);
+        }
+        let mut order: Vec<SeriesId> = keyed.into_iter().map(|(_, s)| s).collect();
+        if desc {
+            order.reverse();
+        }
+        (tag_values, order)
+    };
+    #[cfg(test)]
+    TABLED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let n = order.len();
+    let mut out = LastTable { tag_values, codes: Vec::new(), cells: Vec::new() };
+    for (codes, cells) in in_parts(engine, Arc::new(TablePlan { raw: plan, order }), n, last_rows).await? {
+        out.codes.extend(codes);
+        out.cells.extend(cells);
+    }
+    Ok(Some(out))
+}
+
+/// The rows of `plan.order[range]` for [`run_last_table`]: per series with a row, its tags' codes and
+/// the cells of its last row.
+fn last_rows(engine: &Engine, plan: &TablePlan, range: std::ops::Range<usize>) -> Result<(Vec<u32>, Vec<Cell>), String> {
+    let (raw, series) = (&plan.raw, &plan.order[range]);
+    let sc = &raw.scope;
+    let tail = engine.snapshot_tail(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields, 1);
+    let mut cells = Vec::with_capacity(series.len() * (1 + raw.selected));
+    let mut read: Vec<SeriesId> = Vec::with_capacity(series.len());
+    let mut last = LastRow { ts: 0, values: Vec::new() };
+    for sid in series {
+        if !tail.read_last_into(*sid, &mut last).map_err(|e| e.to_string())? {
+            continue;
+        }
+        let selected = &last.values[..raw.selected];
+        if selected.iter().all(Option::is_none) {
+            continue;
+        }
+        if read.len() == RESULT_ROWS_MAX {
+            return Err(too_many_rows());
+        }
+        read.push(*sid);
+        cells.push(Cell::Time(last.ts));
+        cells.extend(selected.iter().map(|v| v.as_ref().map_or(Cell::Null, value_cell)));
+    }
+    drop(tail);
+    // The codes after the reads: the catalog's lock is not held while reading. A series' codes never
+    // change, and were in the dictionaries when the statement was planned.
+    let cat = engine.catalog();
+    let t = cat.db_by_id(sc.db).and_then(|d| d.table_by_id(sc.table));
+    let codes = read
+        .iter()
+        .flat_map(|s| raw.tag_cols.iter().map(move |c| t.and_then(|t| t.series_tag_code(*s, *c)).unwrap_or(NO_CODE)))
+        .collect();
+    Ok((codes, cells))
+}
+
 /// Adds to `cells` the rows (time, selected fields) of the run `r` of one series that are in the
 /// statement's range, pass `residual` and have a selected field set; `n_rows` counts the part's rows.
 /// `false` when one more would pass [`RESULT_ROWS_MAX`].
@@ -2171,6 +2282,28 @@ mod tests {
             )
             // TSBS's high-cpu shapes: a field condition, alone and with a tag.
             .chain(["SELECT * FROM m WHERE a > 1.5".to_string(), "SELECT * FROM m WHERE n > 90.0 AND host = 'h1'".to_string()])
+            // TSBS's lastpoint and its kin, answered as one table (`run_last_table`) where each series
+            // is its own group, else as series: conditions on tags and time, tags some series lack,
+            // SLIMIT and SOFFSET, groups of several series, a condition on a field.
+            .chain(
+                [
+                    "GROUP BY host".to_string(),
+                    "GROUP BY *".to_string(),
+                    "WHERE region = 'r0' GROUP BY host".to_string(),
+                    format!("WHERE host != 'h1' AND time >= {} GROUP BY dc, host", T0 + 1800 * SEC),
+                    "WHERE time < 0 GROUP BY host".to_string(),
+                    "GROUP BY host SLIMIT 3 SOFFSET 2".to_string(),
+                    "GROUP BY host SLIMIT 5".to_string(),
+                    "GROUP BY region".to_string(),
+                    "WHERE a > 0 GROUP BY host".to_string(),
+                    "GROUP BY host, nope".to_string(),
+                ]
+                .map(|w| {
+                    let (w, s) = w.split_once(" SLIMIT").map_or((w.as_str(), String::new()), |(w, s)| (w, format!(" SLIMIT{s}")));
+                    format!("SELECT * FROM m {w} ORDER BY time DESC LIMIT 1{s}")
+                }),
+            )
+            .chain(["SELECT n, a, region, b, host FROM m GROUP BY host, dc ORDER BY time DESC LIMIT 1".to_string()])
             // Answers of more rows than one thread makes (groups × buckets ≥ FOLDED_PARALLEL_ROWS_MIN):
             // written by two, in halves, in the same order.
             .chain(["fill(null)", "fill(none)", "fill(previous)"].map(|f| {
@@ -2203,6 +2336,8 @@ mod tests {
         assert!(skipped > 10, "only {skipped} hours were left unread by raw reads' conditions");
         let from_folds = super::WRITTEN_FROM_FOLDS.load(std::sync::atomic::Ordering::Relaxed);
         assert!(from_folds > 50, "only {from_folds} answers were written from the accumulators");
+        let tabled = super::TABLED.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(tabled >= 7, "only {tabled} statements were answered as a table");
         let halves = super::WRITTEN_IN_HALVES.load(std::sync::atomic::Ordering::Relaxed);
         assert!(halves >= 2, "only {halves} answers were written by two threads");
     }
