@@ -2237,6 +2237,49 @@ mod tests {
             })
     }
 
+    /// Enough series for a table's reads to be split over two threads (`in_parts`), some flushed, some
+    /// in the memtable, some without a row in the range: the table answers as the SQL path does, under
+    /// conditions on time and tags and SLIMIT.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_table_of_a_thousand_series_answers_as_the_sql_path_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Arc::new(Engine::open(EngineConfig::new(dir.path())).unwrap());
+        engine.create_database("db", 0, false).unwrap();
+        let hosts: Vec<String> = (0..1100).map(|i| format!("host_{i}")).collect();
+        for (round, steps) in [(0, 0..3), (1, 3..5)] {
+            let mut points = Vec::new();
+            for (i, h) in hosts.iter().enumerate() {
+                for step in steps.clone() {
+                    let fields = vec![("a", Value::Float(i as f64 + step as f64 / 4.0)), ("n", Value::Integer((i * 7 + step) as i64))];
+                    // A tenth of the hosts stop early: their last row is older than the others'.
+                    if i % 10 == 3 && step > 1 {
+                        continue;
+                    }
+                    let tags = vec![("host", h.as_str()), ("region", ["r0", "r1", "r2"][i % 3])];
+                    points.push(WritePoint { line: 1, table: "m", key: None, known: None, tags: tags.into(), fields: fields.into(), ts: T0 + step as i64 * SEC });
+                }
+            }
+            engine.write("db", &points).unwrap();
+            if round == 0 {
+                engine.flush().unwrap();
+            }
+        }
+        let native = InfluxQl::new(Arc::new(QueryEngine::new(engine.clone())));
+        let sql = InfluxQl::new(Arc::new(QueryEngine::new(engine.clone()).with_influxql_native(false)));
+        for q in [
+            "SELECT * FROM m GROUP BY host ORDER BY time DESC LIMIT 1".to_string(),
+            format!("SELECT * FROM m WHERE time > {} GROUP BY host ORDER BY time DESC LIMIT 1 SLIMIT 600 SOFFSET 300", T0 + 2 * SEC),
+            "SELECT * FROM m WHERE region != 'r1' GROUP BY region, host ORDER BY time DESC LIMIT 1".to_string(),
+        ] {
+            let before = super::TABLED.load(std::sync::atomic::Ordering::Relaxed);
+            let a = native.execute(Some("db"), &q, T0 + 86_400 * SEC).await.unwrap();
+            assert!(super::TABLED.load(std::sync::atomic::Ordering::Relaxed) > before, "{q} was not answered as a table");
+            let b = sql.execute(Some("db"), &q, T0 + 86_400 * SEC).await.unwrap();
+            assert!(a[0].series.len() > 500, "{q}: {} series", a[0].series.len());
+            assert!(same(&a, &b), "{q}\nnative: {a:?}\nsql:    {b:?}");
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn native_aggregates_answer_as_the_sql_path_does() {
         let dir = tempfile::tempdir().unwrap();
