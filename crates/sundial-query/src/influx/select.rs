@@ -39,20 +39,17 @@ pub async fn run(qe: &QueryEngine, db: Option<&str>, s: &SelectStatement, now_ns
     let sources = sources(qe, db, s)?;
     let skip = s.soffset.unwrap_or(0) as usize;
     let take = s.slimit.filter(|n| *n > 0).map_or(usize::MAX, |n| n as usize);
-    if let [(db_name, table, info)] = &sources[..] {
-        let ctx = Ctx::new(qe, db_name, table, info, s, now_ns)?;
-        if let Some(mut t) = match ctx.filter(|_| s.is_raw_query()) {
-            Some(ctx) => ctx.last_table().await?,
-            None => None,
-        } {
-            let n = t.len();
-            t.keep(skip.min(n)..skip.saturating_add(take).min(n));
-            return Ok(StatementResult { series: Vec::new(), table: Some(t), error: None });
-        }
-    }
     let mut series = Vec::new();
     for (db_name, table, info) in &sources {
-        series.extend(run_measurement(qe, db_name, table, info, s, now_ns).await?);
+        let Some(ctx) = Ctx::new(qe, db_name, table, info, s, now_ns)? else { continue };
+        if sources.len() == 1 {
+            if let Some(mut t) = ctx.last_table().await? {
+                let n = t.len();
+                t.keep(skip.min(n)..skip.saturating_add(take).min(n));
+                return Ok(StatementResult { series: Vec::new(), table: Some(t), error: None });
+            }
+        }
+        series.extend(ctx.run().await?);
     }
     series.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.tags.cmp(&b.tags)));
     if s.order_desc {
@@ -254,25 +251,6 @@ fn collect_names(e: &Expr, out: &mut Vec<String>) {
     }
 }
 
-async fn run_measurement(
-    qe: &QueryEngine,
-    db: &str,
-    table: &str,
-    info: &TableInfo,
-    s: &SelectStatement,
-    now_ns: i64,
-) -> Result<Vec<Series>, String> {
-    let Some(ctx) = Ctx::new(qe, db, table, info, s, now_ns)? else { return Ok(Vec::new()) };
-    if s.is_raw_query() {
-        if ctx.bucket.is_some() {
-            return Err("GROUP BY requires at least one aggregate function".into());
-        }
-        ctx.raw().await
-    } else {
-        ctx.aggregate().await
-    }
-}
-
 struct Ctx<'a> {
     qe: &'a QueryEngine,
     db: &'a str,
@@ -297,6 +275,17 @@ impl<'a> Ctx<'a> {
             return Ok(None);
         }
         Ok(Some(Ctx { qe, db, table, info, s, now_ns, group_tags, bucket, fields, range, cond_sql }))
+    }
+
+    /// The statement's series from this measurement.
+    async fn run(&self) -> Result<Vec<Series>, String> {
+        if !self.s.is_raw_query() {
+            return self.aggregate().await;
+        }
+        if self.bucket.is_some() {
+            return Err("GROUP BY requires at least one aggregate function".into());
+        }
+        self.raw().await
     }
 
     /// Runs `sql` on the database and returns its rows as cells.
@@ -401,7 +390,7 @@ impl<'a> Ctx<'a> {
     /// DESC LIMIT 1`), every column a plain tag or field, grouped by tags of the table so that each
     /// series is its own group (see [`native::run_last_table`]). `None`: answer it as `raw` does.
     async fn last_table(&self) -> Result<Option<SeriesTable>, String> {
-        if !self.qe.influxql_native() || self.group_tags.is_empty() || self.bucket.is_some() {
+        if !self.s.is_raw_query() || !self.qe.influxql_native() || self.group_tags.is_empty() || self.bucket.is_some() {
             return Ok(None);
         }
         let (field_cols, tags, direct) = self.raw_columns();
