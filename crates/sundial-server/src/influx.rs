@@ -69,8 +69,9 @@ async fn query(state: Arc<AppState>, p: HashMap<String, String>) -> Response {
     };
     let results = Arc::new(results);
     let mut parts = render_parts(&results, epoch).await;
-    // A large answer (TSBS's lastpoint: 4,000 series of 21 cells) takes about as long to free as to
-    // render: freed on a blocking thread, after the response is made, not before it is sent. Not by
+    // A large answer (4,000 series: TSBS's lastpoint took about as long to free as to render before it
+    // was a table, a 4,000-host rollup's still does) is freed on a blocking thread, after the response
+    // is made, not before it is sent. Not by
     // row count: high-cpu-all's 1.6 M rows at 4,000 hosts freed there made the query slower (2.0 →
     // 2.5 s), the next query's allocations waiting on the free's. A smaller one of many series (100
     // hosts' lastpoint: 8 % of its server CPU) is freed by a task of the runtime, which runs once this
@@ -277,12 +278,7 @@ fn render_table_rows(out: &mut String, t: &SeriesTable, rows: std::ops::Range<us
         })
         .collect();
     let mut columns = String::from("},\"columns\":[");
-    for (i, c) in t.columns.iter().enumerate() {
-        if i > 0 {
-            columns.push(',');
-        }
-        push_str(&mut columns, c);
-    }
+    push_str_list(&mut columns, &t.columns);
     columns.push_str("],\"values\":[[");
     let mut w = RowWriter::new(epoch);
     for (j, r) in rows.enumerate() {
@@ -520,12 +516,7 @@ fn render_series<'s>(out: &mut String, s: &'s Series, columns: &mut Option<(&'s 
         Some((shared, json)) if std::sync::Arc::ptr_eq(shared, &s.columns) => out.push_str(json),
         _ => {
             let mut json = String::from("\"columns\":[");
-            for (i, c) in s.columns.iter().enumerate() {
-                if i > 0 {
-                    json.push(',');
-                }
-                push_str(&mut json, c);
-            }
+            push_str_list(&mut json, &s.columns);
             json.push(']');
             out.push_str(&json);
             *columns = Some((&s.columns, json));
@@ -594,6 +585,16 @@ fn push_str(out: &mut String, s: &str) {
         out.push('"');
         out.push_str(s);
         out.push('"');
+    }
+}
+
+/// JSON strings, comma-separated.
+fn push_str_list(out: &mut String, items: &[String]) {
+    for (i, s) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_str(out, s);
     }
 }
 

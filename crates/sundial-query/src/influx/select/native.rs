@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use regex::Regex;
 use sundial_storage::Engine;
-use sundial_storage::engine::{HourFilter, LastRow, Piece};
+use sundial_storage::engine::{HourFilter, LastRow, Piece, TailSnapshot};
 use sundial_storage::hours::{HOUR_NS, HourCol, HourStats};
 use sundial_storage::catalog::{Catalog, ColId, ColumnKind, DbId, SeriesId, TableCatalog, TableId};
 use sundial_storage::rows::RowsRef;
@@ -1635,20 +1635,13 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
         let mut cells = Vec::new();
         if n == 1 && matches!(residual, Pred::Const(true)) {
             // The last row alone (TSBS's lastpoint): no columns built, mostly from block statistics.
-            if !tail.read_last_into(*sid, &mut last).map_err(|e| e.to_string())? {
-                continue;
-            }
-            let selected = &last.values[..plan.selected];
-            if selected.iter().all(Option::is_none) {
+            if !push_last_row(&tail, plan, *sid, &mut last, &mut cells)? {
                 continue;
             }
             if n_rows == RESULT_ROWS_MAX {
                 return Err(too_many_rows());
             }
             n_rows += 1;
-            cells.reserve_exact(1 + selected.len());
-            cells.push(Cell::Time(last.ts));
-            cells.extend(selected.iter().map(|v| v.as_ref().map_or(Cell::Null, value_cell)));
         } else {
             let Some(r) = tail.read_series(*sid).map_err(|e| e.to_string())? else { continue };
             if !run_rows(plan, &residual, RowsRef::of(&r), &mut cells, &mut n_rows) {
@@ -1745,19 +1738,13 @@ fn last_rows(engine: &Engine, plan: &TablePlan, range: std::ops::Range<usize>) -
     let mut read: Vec<SeriesId> = Vec::with_capacity(series.len());
     let mut last = LastRow { ts: 0, values: Vec::new() };
     for sid in series {
-        if !tail.read_last_into(*sid, &mut last).map_err(|e| e.to_string())? {
-            continue;
-        }
-        let selected = &last.values[..raw.selected];
-        if selected.iter().all(Option::is_none) {
+        if !push_last_row(&tail, raw, *sid, &mut last, &mut cells)? {
             continue;
         }
         if read.len() == RESULT_ROWS_MAX {
             return Err(too_many_rows());
         }
         read.push(*sid);
-        cells.push(Cell::Time(last.ts));
-        cells.extend(selected.iter().map(|v| v.as_ref().map_or(Cell::Null, value_cell)));
     }
     drop(tail);
     // The codes after the reads: the catalog's lock is not held while reading. A series' codes never
@@ -1769,6 +1756,23 @@ fn last_rows(engine: &Engine, plan: &TablePlan, range: std::ops::Range<usize>) -
         .flat_map(|s| raw.tag_cols.iter().map(move |c| t.and_then(|t| t.series_tag_code(*s, *c)).unwrap_or(NO_CODE)))
         .collect();
     Ok((codes, cells))
+}
+
+/// Reads the last row of `sid` in the range into `last` ([`TailSnapshot::read_last_into`]) and adds its time
+/// and the plan's selected fields to `cells`; `false`, adding nothing, when the series has no row there or
+/// none of the selected fields set in it (the SQL's `f1 IS NOT NULL OR ...`).
+fn push_last_row(tail: &TailSnapshot, plan: &RawPlan, sid: SeriesId, last: &mut LastRow, cells: &mut Vec<Cell>) -> Result<bool, String> {
+    if !tail.read_last_into(sid, last).map_err(|e| e.to_string())? {
+        return Ok(false);
+    }
+    let selected = &last.values[..plan.selected];
+    if selected.iter().all(Option::is_none) {
+        return Ok(false);
+    }
+    cells.reserve_exact(1 + selected.len());
+    cells.push(Cell::Time(last.ts));
+    cells.extend(selected.iter().map(|v| v.as_ref().map_or(Cell::Null, value_cell)));
+    Ok(true)
 }
 
 /// Adds to `cells` the rows (time, selected fields) of the run `r` of one series that are in the
