@@ -1734,19 +1734,38 @@ fn last_rows(engine: &Engine, plan: &TablePlan, range: std::ops::Range<usize>) -
     let (raw, series) = (&plan.raw, &plan.order[range]);
     let sc = &raw.scope;
     let tail = engine.snapshot_tail(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields, 1);
-    let mut cells = Vec::with_capacity(series.len() * (1 + raw.selected));
-    let mut read: Vec<SeriesId> = Vec::with_capacity(series.len());
+    // Read by series id, then put in the answer's order: ids follow the storage's order (a segment's block
+    // index lists series by id), the answer's the tag values', so reading in the answer's order went from
+    // one block index group, and one allocation of column statistics, to another at random.
+    let width = 1 + raw.selected;
+    let mut by_id: Vec<u32> = (0..series.len() as u32).collect();
+    by_id.sort_unstable_by_key(|i| series[*i as usize]);
+    let mut rows = Vec::with_capacity(series.len() * width);
+    // Per series of the part, where its row starts in `rows` (`u32::MAX`: no row).
+    let mut row_at = vec![u32::MAX; series.len()];
+    let mut n_rows = 0;
     let mut last = LastRow { ts: 0, values: Vec::new() };
-    for sid in series {
-        if !push_last_row(&tail, raw, *sid, &mut last, &mut cells)? {
+    for i in by_id {
+        let start = rows.len();
+        if !push_last_row(&tail, raw, series[i as usize], &mut last, &mut rows)? {
             continue;
         }
-        if read.len() == RESULT_ROWS_MAX {
+        debug_assert_eq!(rows.len() - start, width);
+        if n_rows == RESULT_ROWS_MAX {
             return Err(too_many_rows());
         }
-        read.push(*sid);
+        n_rows += 1;
+        row_at[i as usize] = u32::try_from(start).map_err(|_| too_many_rows())?;
     }
     drop(tail);
+    let mut cells = Vec::with_capacity(rows.len());
+    let mut read: Vec<SeriesId> = Vec::with_capacity(n_rows);
+    for (sid, at) in series.iter().zip(&row_at) {
+        if *at != u32::MAX {
+            read.push(*sid);
+            cells.extend_from_slice(&rows[*at as usize..*at as usize + width]);
+        }
+    }
     // The codes after the reads: the catalog's lock is not held while reading. A series' codes never
     // change, and were in the dictionaries when the statement was planned.
     let cat = engine.catalog();
