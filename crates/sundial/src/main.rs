@@ -163,12 +163,19 @@ async fn shutdown_signal() {
 mod tests {
     use super::*;
 
+    /// [`tune_allocator`] once for the test binary: its option setters must not run on two test threads
+    /// at once.
+    fn tuned() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(tune_allocator);
+    }
+
     /// The test binary has the server's global allocator, so this checks the option's number against
     /// the mimalloc that is linked: a wrong number would find another default and change nothing.
     #[test]
     #[allow(unsafe_code)]
     fn the_allocator_keeps_freed_memory_for_the_purge_delay() {
-        tune_allocator();
+        tuned();
         // SAFETY: reads an option of the linked allocator.
         let got = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
         match std::env::var("MIMALLOC_PURGE_DELAY") {
@@ -179,7 +186,7 @@ mod tests {
 
     #[test]
     fn the_process_runs_without_transparent_huge_pages() {
-        tune_allocator();
+        tuned();
         let off = rustix::thread::transparent_huge_pages_are_disabled().expect("prctl(PR_GET_THP_DISABLE)");
         assert_eq!(off, std::env::var_os("MIMALLOC_ALLOW_THP").is_none(), "off unless the environment chooses");
     }
