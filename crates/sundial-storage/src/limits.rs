@@ -160,12 +160,20 @@ pub const COMPACTIONS_CONCURRENT_DEFAULT: usize = 1;
 /// Hard cap on `EngineConfig::compaction_threads`.
 pub const COMPACTIONS_CONCURRENT_MAX: usize = 16;
 
-/// A partition with this many segment files (of one table) is compacted whatever their sizes.
-pub const COMPACTION_TRIGGER_FILES: usize = 4;
+/// A partition still written to is compacted (size-tiered) from this many segment files of one table.
+///
+/// Why 8 and not fewer: every merge of a partition still written to is paid again, since the partition
+/// ends as one file merged at full effort once it turns cold, whatever happened before. TSBS's 4,000
+/// hosts × 12 hours flush 8 times, the last at the end of the load: from 4 files, 11 flushes' worth of rows
+/// were decoded and written again during the load (merges at the 4th and 7th flush); from 8, none. The
+/// server's CPU until the rows were committed fell by 12 % (23.2/23.5/24.2 → 20.6/19.8/20.9 s, alternating
+/// pairs, `bench/results/2026-11-28-epyc-tiers/`), until settled a little. The price is read
+/// amplification while a partition is written: up to [`COMPACTION_FILES_PER_PARTITION_MAX`] files.
+pub const COMPACTION_TRIGGER_FILES: usize = 8;
 
 /// Read amplification bound: the picker keeps the files of one table in one partition at or below this
 /// (when compaction keeps up), by merging the newest files regardless of their sizes once it is reached.
-pub const COMPACTION_FILES_PER_PARTITION_MAX: usize = 8;
+pub const COMPACTION_FILES_PER_PARTITION_MAX: usize = 16;
 
 /// An older file joins a merge of newer files while it is at most this many times their total size
 /// (size-tiered, like RocksDB's universal compaction): each byte is rewritten O(log(partition size)) times.

@@ -11,11 +11,11 @@
 //!    up to the input limits: a finished day ends as one file, which is what scans want. Its only file
 //!    is rewritten alone if it was written quick (see [`crate::segment::FLAG_QUICK`]): merges of a
 //!    partition still written to encode quick, and its last merge encodes at full effort.
-//! 3. With at least [`COMPACTION_TRIGGER_FILES`] files, size-tiered: start from the newest file and add
+//! 3. With at least [`COMPACTION_TRIGGER_FILES`] files (8), size-tiered: start from the newest file and add
 //!    older ones while each is at most [`COMPACTION_SIZE_RATIO`] times the total so far. A run of two or
 //!    more is merged. Files therefore grow geometrically from newest to oldest, and a byte is rewritten
 //!    about log(partition bytes / flush bytes) times.
-//! 4. With [`COMPACTION_FILES_PER_PARTITION_MAX`] files or more, the newest [`COMPACTION_TRIGGER_FILES`]
+//! 4. With [`COMPACTION_FILES_PER_PARTITION_MAX`] files (16) or more, the newest [`COMPACTION_TRIGGER_FILES`]
 //!    are merged whatever their sizes: the bound on read amplification.
 
 use std::ops::Range;

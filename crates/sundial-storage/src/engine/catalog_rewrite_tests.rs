@@ -285,13 +285,14 @@ fn compaction_writes_are_paced_by_the_rate_limit_and_flushes_are_not() {
     c.compaction_throttle_clock = clock.clone();
     let e = Engine::open(c).unwrap();
     e.create_database("db", 0, false).unwrap();
-    for i in 0..4 {
+    let flushes = crate::limits::COMPACTION_TRIGGER_FILES;
+    for i in 0..flushes as i64 {
         write(&e, "db", "cpu", &["a", "b", "c", "d"], i * 1000..i * 1000 + 500);
         e.flush().unwrap();
     }
     assert_eq!(clock.sleeps(), 0, "flushes are not limited");
     let r = e.compact_now().unwrap();
-    assert_eq!((r.jobs, r.files_in, r.files_out), (1, 4, 1));
+    assert_eq!((r.jobs, r.files_in, r.files_out), (1, flushes, 1));
     let burst = rate as f64 * crate::limits::COMPACTION_THROTTLE_BURST_MS as f64 / 1000.0;
     // The 16-byte file header is written before the writer gets its throttle.
     let paced = r.bytes_out - crate::frame::HEADER_BYTES as u64;

@@ -173,6 +173,9 @@ fn segment_files(dir: &Path) -> Vec<Segment> {
 #[test]
 fn a_hot_partition_merged_quick_ends_as_the_full_effort_file_once_write_cold() {
     let flushes = crate::limits::COMPACTION_TRIGGER_FILES as i64;
+    // Rows per host and flush, every 10 s: all the flushes within one day's partition.
+    const ROWS: i64 = 750;
+    assert!(flushes * ROWS * 10 < 86_400);
     let run = |dir: &Path, write_cold: Duration| {
         let mut c = config(dir);
         c.compact_full_write_cold = write_cold;
@@ -182,13 +185,13 @@ fn a_hot_partition_merged_quick_ends_as_the_full_effort_file_once_write_cold() {
         let mut v = [0i64; 8];
         for k in 0..flushes {
             let mut pts = Vec::new();
-            for i in 0..1500 {
+            for i in 0..ROWS {
                 for (h, host) in ["a", "b", "c", "d", "e", "f", "g", "h"].iter().enumerate() {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
                     v[h] += (x % 9) as i64 - 4;
-                    pts.push(point(host, (k * 1500 + i) * 10_000_000_000, v[h]));
+                    pts.push(point(host, (k * ROWS + i) * 10_000_000_000, v[h]));
                 }
             }
             e.write("db", &pts).unwrap();
@@ -205,7 +208,7 @@ fn a_hot_partition_merged_quick_ends_as_the_full_effort_file_once_write_cold() {
     assert!(merged_quick[0].quick && !merged_full[0].quick);
     assert!(merged_quick[0].file_bytes > merged_full[0].file_bytes, "{} against {}", merged_quick[0].file_bytes, merged_full[0].file_bytes);
     let rows = read_all(&full);
-    assert_eq!(rows.len(), 8 * 1500 * flushes as usize);
+    assert_eq!(rows.len(), 8 * (ROWS * flushes) as usize);
     assert_eq!(read_all(&e), rows);
     assert_eq!(e.compaction_status(), CompactionStatus { running: 0, pending: 0, write_cold_later: 1 }, "the quick file waits");
 
@@ -259,11 +262,13 @@ fn background_compaction_keeps_up_and_cold_partitions_end_as_one_file() {
 fn restart_after_a_crash_between_rename_and_input_deletion_keeps_one_copy() {
     let dir = tempfile::tempdir().unwrap();
     let saved = tempfile::tempdir().unwrap();
+    // One more than the size-tiered trigger: `compact_now` merges them all.
+    let flushes = crate::limits::COMPACTION_TRIGGER_FILES + 1;
     let expected;
     {
         let e = Engine::open(config(dir.path())).unwrap();
         e.create_database("db", 0, false).unwrap();
-        for flush in 0..5i64 {
+        for flush in 0..flushes as i64 {
             let pts: Vec<_> = (0..10).map(|i| point("a", i * 7 + flush, flush)).collect();
             e.write("db", &pts).unwrap();
             e.flush().unwrap();
@@ -276,21 +281,21 @@ fn restart_after_a_crash_between_rename_and_input_deletion_keeps_one_copy() {
             std::fs::copy(&f, saved.path().join(f.file_name().unwrap())).unwrap();
         }
         let r = e.compact_now().unwrap();
-        assert_eq!((r.files_in, r.files_out), (5, 1));
+        assert_eq!((r.files_in, r.files_out), (flushes, 1));
         assert_eq!(read_all(&e), expected);
         // The crash image: the inputs are back, and a half-written output of a later merge.
         for f in std::fs::read_dir(saved.path()).unwrap() {
             let f = f.unwrap().path();
             std::fs::copy(&f, part.join(f.file_name().unwrap())).unwrap();
         }
-        std::fs::write(part.join("t0-g000000000001-000000000009.seg.tmp"), b"torn").unwrap();
+        std::fs::write(part.join(format!("t0-g000000000001-{:012}.seg.tmp", flushes + 4)), b"torn").unwrap();
     }
     let e = Engine::open(config(dir.path())).unwrap();
     let (db, t) = ids(&e);
     assert_eq!(e.partition_files(db, t).values().copied().collect::<Vec<_>>(), vec![1]);
     assert_eq!(read_all(&e), expected);
     let names: Vec<String> = walk(dir.path()).iter().filter_map(|p| p.file_name()?.to_str().map(String::from)).filter(|n| n.contains(".seg")).collect();
-    assert_eq!(names, vec!["t0-g000000000001-000000000005.seg".to_string()]);
+    assert_eq!(names, vec![format!("t0-g000000000001-{flushes:012}.seg")]);
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
@@ -543,14 +548,16 @@ fn partitions_spread_over_several_data_directories() {
     {
         let e = Engine::open(c.clone()).unwrap();
         e.create_database("db", 0, false).unwrap();
-        for round in 0..5i64 {
+        // More files per partition than the size-tiered trigger: `compact_now` merges each.
+        let rounds = crate::limits::COMPACTION_TRIGGER_FILES + 1;
+        for round in 0..rounds as i64 {
             let pts: Vec<_> = (0..40).map(|i| point("h", i * 25 + round, round)).collect();
             e.write("db", &pts).unwrap();
             e.flush().unwrap();
         }
         e.compact_now().unwrap();
         expected = read_all(&e);
-        assert_eq!(expected.len(), 200);
+        assert_eq!(expected.len(), 40 * rounds);
     }
     let segs = |d: &Path| walk(d).into_iter().filter(|p| p.extension().is_some_and(|x| x == "seg")).count();
     let (in_a, in_b) = (segs(a.path()), segs(b.path()));
@@ -563,7 +570,7 @@ fn partitions_spread_over_several_data_directories() {
     assert_eq!(segs(a.path()) + segs(b.path()), 0);
 }
 
-/// The streaming merge with several blocks per input: four flushes of one long series with interleaved
+/// The streaming merge with several blocks per input: the trigger's count of flushes of one long series with interleaved
 /// and overlapping timestamps (each flush more than `BLOCK_ROWS_MAX` rows) merge into full, sorted,
 /// disjoint blocks, last write wins, nothing lost.
 #[test]
@@ -574,7 +581,8 @@ fn merging_inputs_of_many_blocks_each_streams_into_full_sorted_blocks() {
     e.create_database("db", 0, false).unwrap();
     let n = (BLOCK_ROWS_MAX * 2 + 100) as i64;
     let mut expected = std::collections::BTreeMap::new();
-    for flush in 0..4i64 {
+    let flushes = crate::limits::COMPACTION_TRIGGER_FILES;
+    for flush in 0..flushes as i64 {
         // Flush k writes ts ≡ k (mod 3) over a shifted range: inputs interleave and overlap.
         let pts: Vec<_> = (0..n).map(|i| point("a", flush * 1000 + i * 3 + flush % 3, flush)).collect();
         for p in &pts {
@@ -586,7 +594,7 @@ fn merging_inputs_of_many_blocks_each_streams_into_full_sorted_blocks() {
         e.flush().unwrap();
     }
     let r = e.compact_now().unwrap();
-    assert_eq!((r.files_in, r.files_out), (4, 1), "{r:?}");
+    assert_eq!((r.files_in, r.files_out), (flushes, 1), "{r:?}");
     let expected: Vec<(String, i64, i64)> = expected.into_iter().map(|(ts, v)| ("a".to_string(), ts, v)).collect();
     assert_eq!(read_all(&e), expected);
     let seg = walk(dir.path()).into_iter().find(|p| p.extension().is_some_and(|x| x == "seg")).unwrap();

@@ -319,7 +319,9 @@ fn results_do_not_depend_on_the_block_index_cache_capacity() {
         let e = Engine::open(cfg).unwrap();
         e.create_database("db", 0, false).unwrap();
         let hosts: Vec<String> = (0..300).map(|i| format!("h{i:03}")).collect();
-        for flush in 0..4i64 {
+        // The size-tiered trigger's count of files: `compact_now` merges them.
+        let flushes = crate::limits::COMPACTION_TRIGGER_FILES;
+        for flush in 0..flushes as i64 {
             let mut pts = Vec::new();
             for (i, h) in hosts.iter().enumerate() {
                 for k in 0..3 {
@@ -332,7 +334,7 @@ fn results_do_not_depend_on_the_block_index_cache_capacity() {
         e.delete("db", "cpu", None, 105, 112).unwrap();
         let before = read_all(&e, "db");
         let deleted = (0..300).map(|i| usize::from(i % 7 >= 5) + usize::from(i % 7 <= 2)).sum::<usize>();
-        assert_eq!(before.len(), 300 * 12 - deleted);
+        assert_eq!(before.len(), 300 * 3 * flushes - deleted);
         assert!(before.iter().all(|r| !(105..=112).contains(&r.1)));
         e.compact_now().unwrap();
         assert_eq!(e.disk_usage().1, 1);
@@ -772,7 +774,8 @@ fn compaction_warms_its_output_groups() {
         let e = Engine::open(c).unwrap();
         e.create_database("db", 0, false).unwrap();
         let hosts: Vec<String> = (0..2000).map(|i| format!("h{i}")).collect();
-        for round in 0..4i64 {
+        let flushes = crate::limits::COMPACTION_TRIGGER_FILES;
+        for round in 0..flushes as i64 {
             let pts: Vec<_> =
                 hosts.iter().enumerate().flat_map(|(i, h)| (0..3).map(move |k| point("cpu", h, round * 100 + k * 10, i as i64))).collect();
             e.write("db", &pts).unwrap();
@@ -783,7 +786,7 @@ fn compaction_warms_its_output_groups() {
         let st = e.block_index_cache_stats();
         assert!(st.bytes <= st.capacity, "{st:?}");
         entries.push(st.entries);
-        assert_eq!(read_all(&e, "db").len(), 2000 * 12);
+        assert_eq!(read_all(&e, "db").len(), 2000 * 3 * flushes);
     }
     assert!(entries[1] > entries[0], "groups cached after a compaction, warming off and on: {entries:?}");
 }
