@@ -140,6 +140,7 @@ pub mod engine;
 pub mod error;
 pub mod frame;
 pub mod hours;
+pub mod last_values;
 pub mod limits;
 pub mod memtable;
 pub mod placement;

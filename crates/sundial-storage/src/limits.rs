@@ -51,6 +51,19 @@ pub const DECODED_PACKS_BYTES_MAX: usize = 16 * 1024 * 1024;
 /// over 5 days).
 pub const HOUR_CHUNKS_BYTES_MAX: usize = 64 * 1024 * 1024;
 
+/// Memory for the segments' tables of each series' last row (`last_values.rs`), all open segments
+/// together: 20 bytes per series and 9 per column, so about 110 bytes a series of ten columns, and this
+/// keeps those of some 600,000 series. A segment whose table would be larger is read through its block
+/// index, as before.
+pub const LAST_VALUES_BYTES_MAX: usize = 64 * 1024 * 1024;
+
+/// A read of the last row of many series builds a segment's table of last rows (`last_values.rs`,
+/// decoding every group of its block index) when it asks for at least one series per this many blocks
+/// of the segment: a read of a few series looks them up in the block index instead. Chosen, not
+/// measured: TSBS's lastpoint asks for every series, a segment of a day holds one to three blocks of
+/// each.
+pub const LAST_VALUES_BUILD_BLOCKS_PER_SERIES: usize = 8;
+
 /// Rows of one pack a reader accepts (the writer stays below `PACK_ROWS_TARGET + PACK_BLOCK_ROWS_MAX`).
 pub const PACK_ROWS_MAX: usize = 1 << 16;
 

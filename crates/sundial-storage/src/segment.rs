@@ -1493,6 +1493,7 @@ impl Drop for Segment {
         self.cache.forget_segment(self.number, self.groups.len() as u32);
         DECODED_PACKS.lock().forget_segment(self.number);
         HOUR_CHUNKS.lock().forget_segment(self.number);
+        crate::last_values::forget_segment(self.number);
     }
 }
 
@@ -1936,6 +1937,13 @@ impl Segment {
         let start = self.groups.partition_point(|g| g.last_series < series);
         let end = self.groups.partition_point(|g| g.first_series <= series);
         start..end.max(start)
+    }
+
+    /// Each series' newest block's last row ([`crate::last_values::LastValues`]): from the process-wide
+    /// cache, or built now (decoding every group) when `build`. `None` when neither, or when it would not
+    /// fit [`crate::limits::LAST_VALUES_BYTES_MAX`].
+    pub(crate) fn last_values(&self, build: bool) -> Result<Option<Arc<crate::last_values::LastValues>>> {
+        crate::last_values::get_or_build(self.number, build, || (0..self.groups.len()).map(|g| self.group(g)))
     }
 
     /// Calls `f` on every block, in file order (series, then time), decoding group by group.

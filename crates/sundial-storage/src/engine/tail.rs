@@ -22,11 +22,15 @@
 //! last `n` of every source holding it, so each source's tail carries every row the answer needs, and the
 //! last-write-wins merge of the tails agrees with that of the whole sources on those timestamps.
 
+use std::sync::Arc;
+
 use parking_lot::Mutex;
 
 use super::{Engine, TableSnapshot};
 use crate::catalog::{ColId, DbId, SeriesId, TableId};
 use crate::error::Result;
+use crate::last_values::{self, LastValues};
+use crate::limits::LAST_VALUES_BUILD_BLOCKS_PER_SERIES;
 use crate::rows::{self, SeriesRows};
 use crate::segment::{BlockMeta, ColMeta, LastGroup, Segment, SeriesBlocks, stat_value};
 use crate::tombstone;
@@ -54,7 +58,16 @@ struct Walk {
     by_end: Vec<usize>,
     /// Whether the series' blocks in the segment were left unread, all of them older than its last row.
     passed: Vec<bool>,
+    /// `n == 1`: the segment's table of last rows ([`LastValues`]) when it has one, with the requested
+    /// columns' positions in it; the row the last lookup ended at; and the series' row when its newest
+    /// block answers from there (its statistics would: see [`TailSnapshot::sources`]).
+    lasts: Vec<Option<Lasts>>,
+    cursors: Vec<usize>,
+    rows: Vec<Option<usize>>,
 }
+
+/// A segment's table of last rows and where the requested columns are in it.
+type Lasts = (Arc<LastValues>, Vec<Option<usize>>);
 
 impl Engine {
     /// Like [`Engine::snapshot`], for reading the last `n` rows of each series with
@@ -75,12 +88,30 @@ impl Engine {
         let k = snap.segments.len();
         let mut by_end: Vec<usize> = (0..k).collect();
         by_end.sort_by_key(|i| std::cmp::Reverse(snap.segments[*i].ts_max));
+        // A segment's table of last rows is only of use where block statistics answer (no strings); a
+        // failure to build one leaves the block index to read (and to report it).
+        let lasts = snap
+            .segments
+            .iter()
+            .map(|seg| {
+                if n != 1 || snap.cols.iter().any(|(_, ty)| *ty == FieldType::String) {
+                    return None;
+                }
+                let build = series.len().saturating_mul(LAST_VALUES_BUILD_BLOCKS_PER_SERIES) >= seg.n_blocks();
+                let t = seg.last_values(build).ok().flatten()?;
+                let at = t.positions(&snap.cols);
+                Some((t, at))
+            })
+            .collect();
         let walk = Mutex::new(Walk {
             groups: vec![None; k],
             blocks: vec![SeriesBlocks::default(); k],
             clean: vec![None; k],
             by_end,
             passed: vec![false; k],
+            lasts,
+            cursors: vec![0; k],
+            rows: vec![None; k],
         });
         TailSnapshot { snap, n, walk }
     }
@@ -95,10 +126,12 @@ pub struct LastRow {
 }
 
 /// Where the last rows of a series may be: rows read from a source, or (`n == 1`) the newest block of a
-/// segment whose statistics tell its last row.
+/// segment whose statistics tell its last row, from the block index or the segment's table of last rows
+/// (a row of it, the requested columns' positions in it).
 enum Source<'b> {
     Rows(SeriesRows),
     Stats(&'b BlockMeta),
+    Last(&'b LastValues, usize, &'b [Option<usize>]),
 }
 
 impl TailSnapshot {
@@ -110,6 +143,7 @@ impl TailSnapshot {
             sources.push(match src {
                 Source::Rows(r) => r,
                 Source::Stats(b) => stats_rows(b, series, &s.cols),
+                Source::Last(t, row, at) => last_rows(t, row, at, series, &s.cols),
             })
         })?;
         newest_covering(&mut sources, self.n);
@@ -151,11 +185,13 @@ impl TailSnapshot {
                     None => return,
                 },
                 Source::Stats(b) => (b.ts_max, 0),
+                Source::Last(t, row, _) => (t.span(*row).1, 0),
             };
             let value = |j: usize| -> Option<Value> {
                 match &src {
                     Source::Rows(r) => r.cols[j].as_ref()?.get(at),
                     Source::Stats(b) => stats_value(b, cols[j]),
+                    Source::Last(t, row, at) => t.value(*row, at[j]),
                 }
             };
             if found && ts < last.ts {
@@ -182,7 +218,7 @@ impl TailSnapshot {
     fn sources(&self, series: SeriesId, found: &mut dyn FnMut(Source<'_>)) -> Result<()> {
         let s = &self.snap;
         let mut walk = self.walk.lock();
-        let Walk { groups, blocks, clean, by_end, passed } = &mut *walk;
+        let Walk { groups, blocks, clean, by_end, passed, lasts, cursors, rows } = &mut *walk;
         // Segments without deleted rows: their blocks of the series, and the end of the newest one
         // touching the range when it ends inside it (the newest row the segment surely holds there).
         // For one row, newest segments first: the last row is at or after that end (a row of the
@@ -194,6 +230,7 @@ impl TailSnapshot {
             let i = if self.n == 1 { by_end[k] } else { k };
             let seg = &s.segments[i];
             passed[i] = false;
+            rows[i] = None;
             if !s.hiding(series, seg.id.generation, seg.id.tombstones_applied).is_empty() {
                 clean[i] = None;
                 continue;
@@ -202,6 +239,27 @@ impl TailSnapshot {
                 passed[i] = true;
                 clean[i] = Some(None);
                 continue;
+            }
+            // From the segment's table of last rows: the series' newest block, when that is the newest
+            // touching the range and ends inside it (its statistics then tell the last row); else the
+            // block index, as below.
+            if let Some((t, _)) = &lasts[i] {
+                match t.find(series, &mut cursors[i]) {
+                    None => {
+                        passed[i] = true;
+                        clean[i] = Some(None);
+                        continue;
+                    }
+                    Some(row) => {
+                        let (lo, hi) = t.span(row);
+                        if hi >= s.ts_min && lo <= s.ts_max && hi <= s.ts_max {
+                            rows[i] = Some(row);
+                            clean[i] = Some(Some(hi));
+                            floor = floor.max(Some(hi));
+                            continue;
+                        }
+                    }
+                }
             }
             seg.series_blocks_into(series, &mut groups[i], &mut blocks[i])?;
             let known = blocks[i].iter().rev().find(|b| self.touches(b)).map(|b| b.ts_max).filter(|t| *t <= s.ts_max);
@@ -227,6 +285,10 @@ impl TailSnapshot {
         for (i, seg) in s.segments.iter().enumerate() {
             let Some(known) = clean[i] else { continue };
             if passed[i] || floor.is_some_and(|f| known.is_some_and(|t| t < f)) {
+                continue;
+            }
+            if let (Some(row), Some((t, at))) = (rows[i], &lasts[i]) {
+                found(Source::Last(t, row, at));
                 continue;
             }
             self.segment_tail(seg, &blocks[i], found)?;
@@ -318,6 +380,25 @@ fn stats_rows(b: &BlockMeta, series: SeriesId, cols: &[(ColId, FieldType)]) -> S
         })
         .collect();
     SeriesRows { series, ts: vec![b.ts_max], cols }
+}
+
+/// The last row of row `row` of a segment's table of last rows, as [`stats_rows`] makes it from the same
+/// block (`at`: the columns' positions in the table).
+fn last_rows(t: &LastValues, row: usize, at: &[Option<usize>], series: SeriesId, cols: &[(ColId, FieldType)]) -> SeriesRows {
+    let cols = cols
+        .iter()
+        .zip(at)
+        .map(|((_, ty), at)| {
+            let mut c = Column::with_capacity(*ty, 1);
+            match (t.cell(row, *at), t.value(row, *at)) {
+                (last_values::Cell::Absent, _) => return None,
+                (_, Some(v)) => assert!(c.push_value(&v), "a statistic of the column's own type"),
+                (_, None) => c.push_null(),
+            }
+            Some(c)
+        })
+        .collect();
+    SeriesRows { series, ts: vec![t.span(row).1], cols }
 }
 
 /// When no two sources overlap in time (so none can overwrite another's rows), keeps only the newest
@@ -502,6 +583,67 @@ mod tests {
         assert_eq!(tail.walk.lock().passed, vec![true, false, false, false], "the segment ending at 40 is passed");
         let before = e.snapshot_tail(db, t, &[0], i64::MIN, 99, &cols, 1).read_last(0).unwrap();
         assert_eq!(before, Some(LastRow { ts: 90, values: vec![Some(Value::Integer(2)), None] }));
+    }
+
+    /// The last row of series with several blocks in a segment, from the segments' tables of last rows
+    /// where their newest block answers and from the block index where it does not (cut by the range's
+    /// end, or after it): the same as a full read's in every range. Host b lacks `f` in its newest
+    /// block, host c has `f` there but not at its last time.
+    #[test]
+    fn last_rows_from_segment_tables_agree_with_full_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = EngineConfig::new(dir.path());
+        config.compaction_threads = 0;
+        let e = Engine::open(config).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        let rows = crate::limits::BLOCK_ROWS_MAX as i64 * 2 + 100;
+        let mut points = Vec::new();
+        for (h, host) in ["a", "b", "c"].into_iter().enumerate() {
+            for i in 0..rows {
+                let mut fields = vec![("v", Value::Integer(i * 10 + h as i64))];
+                let f = match host {
+                    "a" => true,
+                    "b" => i < rows - 200,
+                    _ => i != rows - 1,
+                };
+                if f {
+                    fields.push(("f", Value::Float(i as f64 / 4.0)));
+                }
+                points.push(WritePoint { line: 1, table: "cpu", key: None, known: None, tags: vec![("host", host)].into(), fields: fields.into(), ts: i });
+            }
+        }
+        e.write("db", &points).unwrap();
+        e.flush().unwrap();
+        let (db, t, cols) = {
+            let cat = e.catalog();
+            let d = cat.db("db").unwrap();
+            let t = d.table("cpu").unwrap();
+            (d.id, t.id, vec![(t.column("v").unwrap().id, FieldType::Integer), (t.column("f").unwrap().id, FieldType::Float)])
+        };
+        let series = [0, 1, 2];
+        let last_block = crate::limits::BLOCK_ROWS_MAX as i64 * 2;
+        for (lo, hi) in [(i64::MIN, i64::MAX), (0, rows - 1), (0, rows - 50), (0, last_block - 1), (0, 10), (last_block, rows + 5), (rows, i64::MAX)] {
+            let tail = e.snapshot_tail(db, t, &series, lo, hi, &cols, 1);
+            assert!(tail.walk.lock().lasts.iter().all(Option::is_some), "every segment has its table");
+            let want = tail_of_full(&e, db, t, &series, lo, hi, &cols, 1);
+            let want: Vec<_> = want.iter().map(as_last).collect();
+            // Compared as values: a column a newest block lacks is no column, a full read's a null.
+            let got: Vec<_> = series.iter().map(|s| as_last(&tail.read_series(*s).unwrap())).collect();
+            assert_eq!(got, want, "[{lo}, {hi}]");
+            let last: Vec<_> = series.iter().map(|s| tail.read_last(*s).unwrap()).collect();
+            assert_eq!(last, want, "last row in [{lo}, {hi}]");
+            // A series read alone takes the cached table too.
+            let one = e.snapshot_tail(db, t, &[2], lo, hi, &cols, 1);
+            assert_eq!(one.read_last(2).unwrap(), want[2], "host c alone in [{lo}, {hi}]");
+        }
+        let tail = e.snapshot_tail(db, t, &series, i64::MIN, i64::MAX, &cols, 1);
+        assert_eq!(
+            tail.read_last(1).unwrap(),
+            Some(LastRow { ts: rows - 1, values: vec![Some(Value::Integer((rows - 1) * 10 + 1)), None] }),
+            "host b: no f in its newest block"
+        );
+        assert_eq!(tail.walk.lock().rows, vec![Some(1)], "host b's row of the table answered");
+        assert_eq!(tail.read_last(2).unwrap().unwrap().values[1], None, "host c: f set in its newest block, not at its last time");
     }
 
     /// One row per source (a series over day partitions, one point each): the last row skips the

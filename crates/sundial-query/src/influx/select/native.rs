@@ -1720,8 +1720,14 @@ pub(super) async fn run_last_table(engine: Arc<Engine>, plan: RawPlan, group: &[
     #[cfg(test)]
     TABLED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let n = order.len();
-    let mut out = LastTable { tag_values, codes: Vec::new(), cells: Vec::new() };
-    for (codes, cells) in in_parts(engine, Arc::new(TablePlan { raw: plan, order }), n, last_rows).await? {
+    let parts = in_parts(engine, Arc::new(TablePlan { raw: plan, order }), n, last_rows).await?;
+    // Sized once: grown part by part, the 1 MB of cells of 4,000 hosts' last rows were copied again.
+    let mut out = LastTable {
+        tag_values,
+        codes: Vec::with_capacity(parts.iter().map(|p| p.0.len()).sum()),
+        cells: Vec::with_capacity(parts.iter().map(|p| p.1.len()).sum()),
+    };
+    for (codes, cells) in parts {
         out.codes.extend(codes);
         out.cells.extend(cells);
     }
@@ -1770,10 +1776,20 @@ fn last_rows(engine: &Engine, plan: &TablePlan, range: std::ops::Range<usize>) -
     // change, and were in the dictionaries when the statement was planned.
     let cat = engine.catalog();
     let t = cat.db_by_id(sc.db).and_then(|d| d.table_by_id(sc.table));
-    let codes = read
-        .iter()
-        .flat_map(|s| raw.tag_cols.iter().map(move |c| t.and_then(|t| t.series_tag_code(*s, *c)).unwrap_or(NO_CODE)))
-        .collect();
+    let mut codes = Vec::with_capacity(read.len() * raw.tag_cols.len());
+    // Each series' tag set looked up once, and the plan's tags found in its columns once per shape (a
+    // table's series mostly share one): a lookup per tag and series was 7 % of 4,000 hosts' lastpoint.
+    let mut shape: (&[ColId], Vec<Option<usize>>) = (&[], Vec::new());
+    for s in &read {
+        let Some(tags) = t.and_then(|t| t.series_tags(*s)) else {
+            codes.extend(std::iter::repeat_n(NO_CODE, raw.tag_cols.len()));
+            continue;
+        };
+        if !std::ptr::eq(tags.cols, shape.0) {
+            shape = (tags.cols, raw.tag_cols.iter().map(|c| tags.cols.binary_search(c).ok()).collect());
+        }
+        codes.extend(shape.1.iter().map(|at| at.map_or(NO_CODE, |i| tags.vals[i])));
+    }
     Ok((codes, cells))
 }
 
