@@ -135,6 +135,13 @@ enum Source<'b> {
 }
 
 impl TailSnapshot {
+    /// Whether every segment of the snapshot answers last rows from its table ([`LastValues`]): then a
+    /// series costs about the same whatever order they are read in, not only in ascending ids (the
+    /// block index's order).
+    pub fn from_tables(&self) -> bool {
+        self.walk.lock().lasts.iter().all(Option::is_some)
+    }
+
     /// The last `n` rows of `series` in the range (fewer if it has fewer), or `None` if it has none.
     pub fn read_series(&self, series: SeriesId) -> Result<Option<SeriesRows>> {
         let s = &self.snap;

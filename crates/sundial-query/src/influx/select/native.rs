@@ -1740,10 +1740,28 @@ fn last_rows(engine: &Engine, plan: &TablePlan, range: std::ops::Range<usize>) -
     let (raw, series) = (&plan.raw, &plan.order[range]);
     let sc = &raw.scope;
     let tail = engine.snapshot_tail(sc.db, sc.table, series, sc.lo, sc.hi, &sc.fields, 1);
-    // Read by series id, then put in the answer's order: ids follow the storage's order (a segment's block
-    // index lists series by id), the answer's the tag values', so reading in the answer's order went from
-    // one block index group, and one allocation of column statistics, to another at random.
     let width = 1 + raw.selected;
+    let mut read: Vec<SeriesId> = Vec::with_capacity(series.len());
+    let mut cells = Vec::with_capacity(series.len() * width);
+    // Where every segment has its table of last rows, a lookup costs the same in any order: read in the
+    // answer's, with no copy after (the copy was 8 % of 4,000 hosts' lastpoint).
+    if tail.from_tables() {
+        let mut last = LastRow { ts: 0, values: Vec::new() };
+        for sid in series {
+            if !push_last_row(&tail, raw, *sid, &mut last, &mut cells)? {
+                continue;
+            }
+            if read.len() == RESULT_ROWS_MAX {
+                return Err(too_many_rows());
+            }
+            read.push(*sid);
+        }
+        drop(tail);
+        return Ok((tag_codes(engine, raw, &read), cells));
+    }
+    // Else read by series id, then put in the answer's order: ids follow the storage's order (a segment's
+    // block index lists series by id), the answer's the tag values', so reading in the answer's order went
+    // from one block index group, and one allocation of column statistics, to another at random.
     let mut by_id: Vec<u32> = (0..series.len() as u32).collect();
     by_id.sort_unstable_by_key(|i| series[*i as usize]);
     let mut rows = Vec::with_capacity(series.len() * width);
@@ -1764,23 +1782,27 @@ fn last_rows(engine: &Engine, plan: &TablePlan, range: std::ops::Range<usize>) -
         row_at[i as usize] = u32::try_from(start).map_err(|_| too_many_rows())?;
     }
     drop(tail);
-    let mut cells = Vec::with_capacity(rows.len());
-    let mut read: Vec<SeriesId> = Vec::with_capacity(n_rows);
     for (sid, at) in series.iter().zip(&row_at) {
         if *at != u32::MAX {
             read.push(*sid);
             cells.extend_from_slice(&rows[*at as usize..*at as usize + width]);
         }
     }
-    // The codes after the reads: the catalog's lock is not held while reading. A series' codes never
-    // change, and were in the dictionaries when the statement was planned.
+    Ok((tag_codes(engine, raw, &read), cells))
+}
+
+/// The tags' dictionary codes of the series `read`, a row each, for [`last_rows`]: taken after the reads,
+/// so that the catalog's lock is not held while reading. A series' codes never change, and were in the
+/// dictionaries when the statement was planned.
+fn tag_codes(engine: &Engine, raw: &RawPlan, read: &[SeriesId]) -> Vec<u32> {
+    let sc = &raw.scope;
     let cat = engine.catalog();
     let t = cat.db_by_id(sc.db).and_then(|d| d.table_by_id(sc.table));
     let mut codes = Vec::with_capacity(read.len() * raw.tag_cols.len());
     // Each series' tag set looked up once, and the plan's tags found in its columns once per shape (a
     // table's series mostly share one): a lookup per tag and series was 7 % of 4,000 hosts' lastpoint.
     let mut shape: (&[ColId], Vec<Option<usize>>) = (&[], Vec::new());
-    for s in &read {
+    for s in read {
         let Some(tags) = t.and_then(|t| t.series_tags(*s)) else {
             codes.extend(std::iter::repeat_n(NO_CODE, raw.tag_cols.len()));
             continue;
@@ -1790,7 +1812,7 @@ fn last_rows(engine: &Engine, plan: &TablePlan, range: std::ops::Range<usize>) -
         }
         codes.extend(shape.1.iter().map(|at| at.map_or(NO_CODE, |i| tags.vals[i])));
     }
-    Ok((codes, cells))
+    codes
 }
 
 /// Reads the last row of `sid` in the range into `last` ([`TailSnapshot::read_last_into`]) and adds its time
