@@ -52,14 +52,14 @@ pub enum Cell {
 
 impl LastValues {
     /// Builds the table from a segment's blocks, group by group in file order (series, then time);
-    /// `None` once it would pass [`LAST_VALUES_BYTES_MAX`].
-    fn build(groups: impl Iterator<Item = Result<Arc<[BlockMeta]>>>) -> Result<Option<LastValues>> {
+    /// `None` once it would pass `max_bytes`.
+    fn build(groups: impl Iterator<Item = Result<Arc<[BlockMeta]>>>, max_bytes: usize) -> Result<Option<LastValues>> {
         let mut t = LastValues::default();
         for group in groups {
             for b in group?.iter() {
                 t.put(b);
             }
-            if t.bytes() > LAST_VALUES_BYTES_MAX {
+            if t.bytes() > max_bytes {
                 return Ok(None);
             }
         }
@@ -154,6 +154,9 @@ static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(Default::default);
 #[derive(Default)]
 struct Cache {
     map: HashMap<u64, Arc<LastValues>>,
+    /// Segments whose table would not fit the bound: not built again at every read (a build stops at
+    /// the bound, after decoding that much of the block index).
+    too_large: std::collections::HashSet<u64>,
     /// Segment numbers, oldest first; may hold numbers already gone from `map`, skipped.
     queue: VecDeque<u64>,
     bytes: usize,
@@ -178,14 +181,20 @@ impl Cache {
 /// Segment `segment`'s table: from the cache, or built from `groups` when `build` (and kept when it
 /// fits). `None` when neither.
 pub(crate) fn get_or_build<I: Iterator<Item = Result<Arc<[BlockMeta]>>>>(segment: u64, build: bool, groups: impl FnOnce() -> I) -> Result<Option<Arc<LastValues>>> {
-    if let Some(t) = CACHE.lock().map.get(&segment) {
-        return Ok(Some(Arc::clone(t)));
-    }
-    if !build {
-        return Ok(None);
+    {
+        let c = CACHE.lock();
+        if let Some(t) = c.map.get(&segment) {
+            return Ok(Some(Arc::clone(t)));
+        }
+        if !build || c.too_large.contains(&segment) {
+            return Ok(None);
+        }
     }
     // Built outside the lock: two readers may both build it the first time, and one is kept.
-    let Some(t) = LastValues::build(groups())? else { return Ok(None) };
+    let Some(t) = LastValues::build(groups(), LAST_VALUES_BYTES_MAX)? else {
+        CACHE.lock().too_large.insert(segment);
+        return Ok(None);
+    };
     let t = Arc::new(t);
     CACHE.lock().put(segment, Arc::clone(&t));
     Ok(Some(t))
@@ -194,10 +203,75 @@ pub(crate) fn get_or_build<I: Iterator<Item = Result<Arc<[BlockMeta]>>>>(segment
 /// Drops segment `segment`'s table (the segment is closed).
 pub(crate) fn forget_segment(segment: u64) {
     let mut c = CACHE.lock();
+    c.too_large.remove(&segment);
     if let Some(old) = c.map.remove(&segment) {
         c.bytes -= old.bytes();
         let map = &c.map;
         let keep: VecDeque<u64> = c.queue.iter().copied().filter(|k| map.contains_key(k)).collect();
         c.queue = keep;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Engine, EngineConfig, WritePoint};
+    use crate::segment::Segment;
+
+    /// A segment of three hosts (b without `f`, c with a block past its last `f`): the table holds each
+    /// host's newest block and what it says of each column; a bound below its size builds nothing.
+    #[test]
+    fn a_table_holds_each_series_newest_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Engine::open(EngineConfig::new(dir.path())).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        let rows = crate::limits::BLOCK_ROWS_MAX as i64 + 10;
+        let mut points = Vec::new();
+        for (h, host) in ["a", "b", "c"].into_iter().enumerate() {
+            for i in 0..rows {
+                let mut fields = vec![("v", Value::Integer(i + h as i64 * 1000))];
+                if host == "a" || (host == "c" && i < rows - 1) {
+                    fields.push(("f", Value::Float(i as f64 / 2.0)));
+                }
+                points.push(WritePoint { line: 1, table: "m", key: None, known: None, tags: vec![("host", host)].into(), fields: fields.into(), ts: i });
+            }
+        }
+        e.write("db", &points).unwrap();
+        e.flush().unwrap();
+        let (v, f) = {
+            let cat = e.catalog();
+            let t = cat.db("db").unwrap().table("m").unwrap();
+            (t.column("v").unwrap().id, t.column("f").unwrap().id)
+        };
+        let path = walkdir(dir.path()).into_iter().find(|p| p.extension().is_some_and(|x| x == "seg")).expect("a segment file");
+        let seg = Segment::open(&path).unwrap();
+        let t = LastValues::build(seg.decoded_groups(), usize::MAX).unwrap().expect("no bound");
+        let at = t.positions(&[(v, FieldType::Integer), (f, FieldType::Float), (v, FieldType::Float)]);
+        assert_eq!(at[2], None, "no block has v as a float");
+        let last_block_start = crate::limits::BLOCK_ROWS_MAX as i64;
+        let mut cursor = 0;
+        for (s, want_v, want_f) in [(0, rows - 1, Cell::Set), (1, rows - 1 + 1000, Cell::Absent), (2, rows - 1 + 2000, Cell::Null)] {
+            let row = t.find(s, &mut cursor).expect("a row per series");
+            assert_eq!(t.span(row), (last_block_start, rows - 1), "series {s}: its newest block");
+            assert_eq!(t.value(row, at[0]), Some(Value::Integer(want_v)));
+            assert_eq!(t.cell(row, at[1]), want_f, "series {s}: f");
+            assert_eq!(t.value(row, at[1]), (want_f == Cell::Set).then(|| Value::Float((rows - 1) as f64 / 2.0)));
+        }
+        assert_eq!(t.find(3, &mut cursor), None);
+        assert_eq!(t.find(1, &mut cursor), Some(1), "looked up out of order");
+        assert!(LastValues::build(seg.decoded_groups(), t.bytes() - 1).unwrap().is_none(), "over the bound");
+    }
+
+    fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut out = Vec::new();
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                out.extend(walkdir(&p));
+            } else {
+                out.push(p);
+            }
+        }
+        out
     }
 }

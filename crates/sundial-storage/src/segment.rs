@@ -1943,7 +1943,12 @@ impl Segment {
     /// cache, or built now (decoding every group) when `build`. `None` when neither, or when it would not
     /// fit [`crate::limits::LAST_VALUES_BYTES_MAX`].
     pub(crate) fn last_values(&self, build: bool) -> Result<Option<Arc<crate::last_values::LastValues>>> {
-        crate::last_values::get_or_build(self.number, build, || (0..self.groups.len()).map(|g| self.group(g)))
+        crate::last_values::get_or_build(self.number, build, || self.decoded_groups())
+    }
+
+    /// Every group's decoded blocks in turn, through the block-index cache.
+    pub(crate) fn decoded_groups(&self) -> impl Iterator<Item = Result<Arc<[BlockMeta]>>> + '_ {
+        (0..self.groups.len()).map(|g| self.group(g))
     }
 
     /// Calls `f` on every block, in file order (series, then time), decoding group by group.
