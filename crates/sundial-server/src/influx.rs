@@ -128,14 +128,7 @@ fn epoch_divisor(e: &str) -> Option<i64> {
 pub fn render(results: &[StatementResult], epoch: Option<i64>) -> String {
     // Sized up front from the cells and series: a body of megabytes is not copied again at every
     // doubling.
-    let series_bytes = |columns: usize, rows: usize| 64 + 16 * columns + rows * JSON_BYTES_PER_CELL * columns;
-    let cells: usize = results
-        .iter()
-        .flat_map(|r| &r.series)
-        .map(|s| series_bytes(s.columns.len(), s.values.as_ref().map_or(0, |v| v.len())))
-        .chain(results.iter().flat_map(|r| &r.table).map(|t| t.len() * series_bytes(t.columns.len(), 1)))
-        .sum();
-    let mut out = String::with_capacity(cells + 64);
+    let mut out = String::with_capacity(results.iter().map(statement_bytes).sum::<usize>() + 64);
     out.push_str("{\"results\":[");
     for (i, r) in results.iter().enumerate() {
         if i > 0 {
@@ -179,7 +172,16 @@ fn parallel_split(r: &StatementResult) -> Option<(usize, usize)> {
         None => r.series.iter().map(|s| s.values.as_ref().map_or(0, |v| v.len() * s.columns.len())).sum(),
     };
     let n = series_count(r);
-    (cells >= PARALLEL_WRITE_CELLS_MIN && n >= 2 && sundial_query::busy::alone()).then(|| (n / 2, cells * JSON_BYTES_PER_CELL / 2))
+    (cells >= PARALLEL_WRITE_CELLS_MIN && n >= 2 && sundial_query::busy::alone()).then(|| (n / 2, statement_bytes(r) / 2))
+}
+
+/// Room reserved for a statement's JSON: per series its name, tags and column names (a series of a
+/// table of one-row series too: lastpoint's halves were reserved from their cells alone, and grew, a
+/// copy of most of a megabyte each), per row [`JSON_BYTES_PER_CELL`] a cell.
+fn statement_bytes(r: &StatementResult) -> usize {
+    let series_bytes = |columns: usize, rows: usize| 64 + 16 * columns + rows * JSON_BYTES_PER_CELL * columns;
+    let listed: usize = r.series.iter().map(|s| series_bytes(s.columns.len(), s.values.as_ref().map_or(0, |v| v.len()))).sum();
+    listed + r.table.as_ref().map_or(0, |t| t.len() * series_bytes(t.columns.len(), 1))
 }
 
 /// A statement's series: in its list, or rows of its table.
