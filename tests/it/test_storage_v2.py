@@ -233,3 +233,42 @@ def test_series_beyond_max_series_per_database_are_refused_with_the_line_and_the
     assert debug_vars(s)["series"] == 3
     assert s.rows("SELECT host, count(*) AS n FROM cpu GROUP BY host ORDER BY host", "db") == [
         {"host": "h0", "n": 2}, {"host": "h1", "n": 1}, {"host": "h2", "n": 1}]
+
+
+def test_last_rows_from_segment_tables_follow_newer_writes_and_deletes(make_server):
+    """TSBS's lastpoint shape over flushed segments answers from each segment's table of last rows
+    (reported by /debug/vars), and still takes newer rows in the memtable, rows a delete hides, and a
+    field missing from a series' last row (null) into account."""
+    n = 300
+    s = make_server("--partition-duration", "1h")
+    assert s.sql("CREATE DATABASE db").status_code == 200
+    lines = []
+    for t in range(3):
+        for i in range(n):
+            idle = "" if (i % 5 == 0 and t == 2) else f",idle={t * 1000 + i / 2}"
+            lines.append(f"cpu,hostname=host_{i:03},region=r{i % 3} usage={t * 1000 + i}i{idle} {t * 60 * 10**9 + i}")
+    assert s.write("db", "\n".join(lines)).status_code == 204
+    s.stop()  # flushes: every row is in a segment file
+    s = make_server("--partition-duration", "1h")
+    q = 'SELECT * FROM cpu GROUP BY "hostname" ORDER BY time DESC LIMIT 1'
+
+    def last_rows():
+        got = {}
+        for x in influxql(s, q)["series"]:
+            assert len(x["values"]) == 1, x
+            row = dict(zip(x["columns"], x["values"][0]))
+            got[x["tags"]["hostname"]] = (row["usage"], row["idle"], row["region"])
+        return got
+
+    want = {f"host_{i:03}": (2000 + i, None if i % 5 == 0 else 2000 + i / 2, f"r{i % 3}") for i in range(n)}
+    assert last_rows() == want
+    v = debug_vars(s)["last_values"]
+    assert v["tables"] >= 1 and v["bytes"] > 0, v
+    # A newer row of one host, in the memtable; the newest rows of two others deleted.
+    assert s.write("db", f"cpu,hostname=host_007,region=r1 usage=5i {3 * 60 * 10**9}").status_code == 204
+    assert "error" not in influxql(s, "DELETE FROM cpu WHERE hostname = 'host_010' AND time >= '1970-01-01T00:02:00Z'")
+    assert "error" not in influxql(s, "DELETE FROM cpu WHERE hostname = 'host_011' AND time >= '1970-01-01T00:01:00Z'")
+    want["host_007"] = (5, None, "r1")
+    want["host_010"] = (1010, 1005.0, "r1")
+    want["host_011"] = (11, 5.5, "r2")
+    assert last_rows() == want

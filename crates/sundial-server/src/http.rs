@@ -61,6 +61,7 @@ async fn debug_vars(State(state): State<Arc<AppState>>) -> Response {
     };
     let c = state.engine.block_index_cache_stats();
     let compaction = state.engine.compaction_status();
+    let (last_values_tables, last_values_bytes) = sundial_storage::last_values::stats();
     axum::Json(json!({
         "sundial": {
             "memtable_rows": memtable_rows,
@@ -71,6 +72,7 @@ async fn debug_vars(State(state): State<Arc<AppState>>) -> Response {
                 "bytes": c.bytes, "capacity": c.capacity, "entries": c.entries,
                 "hits": c.hits, "misses": c.misses, "evictions": c.evictions,
             },
+            "last_values": { "tables": last_values_tables, "bytes": last_values_bytes },
             "compaction": {
                 "running": compaction.running, "pending": compaction.pending,
                 "write_cold_later": compaction.write_cold_later,

@@ -200,6 +200,13 @@ pub(crate) fn get_or_build<I: Iterator<Item = Result<Arc<[BlockMeta]>>>>(segment
     Ok(Some(t))
 }
 
+/// The tables kept now, all segments together: how many, and their heap bytes (within
+/// [`LAST_VALUES_BYTES_MAX`]), for `/debug/vars`.
+pub fn stats() -> (usize, usize) {
+    let c = CACHE.lock();
+    (c.map.len(), c.bytes)
+}
+
 /// Drops segment `segment`'s table (the segment is closed).
 pub(crate) fn forget_segment(segment: u64) {
     let mut c = CACHE.lock();

@@ -8,7 +8,9 @@
 //!   past the range's end cannot say what its last row *inside* the range is; both fall back to decoding.
 //!   A segment whose newest block ends before the newest block of another segment (one without deleted
 //!   rows, ending inside the range) cannot hold the last row and is not read: a series over many day
-//!   partitions reads one segment.
+//!   partitions reads one segment. Where the segment has its table of last rows
+//!   ([`crate::last_values`]), the newest block's span and last values come from there, without a
+//!   lookup in the block index.
 //! - otherwise: from each segment only the newest blocks that together hold `n` rows inside the range.
 //! - memtables: only the last `n` rows of each series buffer's in-order part and staging area are
 //!   copied (binary search), then merged.
