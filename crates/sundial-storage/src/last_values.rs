@@ -157,6 +157,9 @@ struct Cache {
     /// Segments whose table would not fit the bound: not built again at every read (a build stops at
     /// the bound, after decoding that much of the block index).
     too_large: std::collections::HashSet<u64>,
+    /// Segments whose table a reader is building: another reader goes through the block index meanwhile
+    /// rather than build it too (eight concurrent first reads of a large segment would hold eight).
+    building: std::collections::HashSet<u64>,
     /// Segment numbers, oldest first; may hold numbers already gone from `map`, skipped.
     queue: VecDeque<u64>,
     bytes: usize,
@@ -182,22 +185,29 @@ impl Cache {
 /// fits). `None` when neither.
 pub(crate) fn get_or_build<I: Iterator<Item = Result<Arc<[BlockMeta]>>>>(segment: u64, build: bool, groups: impl FnOnce() -> I) -> Result<Option<Arc<LastValues>>> {
     {
-        let c = CACHE.lock();
+        let mut c = CACHE.lock();
         if let Some(t) = c.map.get(&segment) {
             return Ok(Some(Arc::clone(t)));
         }
-        if !build || c.too_large.contains(&segment) {
+        if !build || c.too_large.contains(&segment) || !c.building.insert(segment) {
             return Ok(None);
         }
     }
-    // Built outside the lock: two readers may both build it the first time, and one is kept.
-    let Some(t) = LastValues::build(groups(), LAST_VALUES_BYTES_MAX)? else {
-        CACHE.lock().too_large.insert(segment);
-        return Ok(None);
-    };
-    let t = Arc::new(t);
-    CACHE.lock().put(segment, Arc::clone(&t));
-    Ok(Some(t))
+    // Built outside the lock, by one reader at a time.
+    let built = LastValues::build(groups(), LAST_VALUES_BYTES_MAX);
+    let mut c = CACHE.lock();
+    c.building.remove(&segment);
+    match built? {
+        None => {
+            c.too_large.insert(segment);
+            Ok(None)
+        }
+        Some(t) => {
+            let t = Arc::new(t);
+            c.put(segment, Arc::clone(&t));
+            Ok(Some(t))
+        }
+    }
 }
 
 /// The tables kept now, all segments together: how many, and their heap bytes (within
