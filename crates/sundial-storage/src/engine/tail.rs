@@ -42,6 +42,10 @@ use crate::types::{Column, FieldType, Value};
 pub struct TailSnapshot {
     snap: TableSnapshot,
     n: usize,
+    /// Whether segments' tables of last rows can answer (`n == 1`, no string column), and whether a
+    /// segment's is built when missing (many series asked for: see [`LAST_VALUES_BUILD_BLOCKS_PER_SERIES`]).
+    tables: bool,
+    wanted: usize,
     walk: Mutex<Walk>,
 }
 
@@ -61,9 +65,12 @@ struct Walk {
     /// Whether the series' blocks in the segment were left unread, all of them older than its last row.
     passed: Vec<bool>,
     /// `n == 1`: the segment's table of last rows ([`LastValues`]) when it has one, with the requested
-    /// columns' positions in it; the row the last lookup ended at; and the series' row when its newest
-    /// block answers from there (its statistics would: see [`TailSnapshot::sources`]).
+    /// columns' positions in it (looked for when a series first needs the segment: a segment every
+    /// series passes, older than their last rows, is not built); the row the last lookup ended at; and
+    /// the series' row when its newest block answers from there (its statistics would: see
+    /// [`TailSnapshot::sources`]).
     lasts: Vec<Option<Lasts>>,
+    tried: Vec<bool>,
     cursors: Vec<usize>,
     rows: Vec<Option<usize>>,
 }
@@ -90,32 +97,29 @@ impl Engine {
         let k = snap.segments.len();
         let mut by_end: Vec<usize> = (0..k).collect();
         by_end.sort_by_key(|i| std::cmp::Reverse(snap.segments[*i].ts_max));
-        // A segment's table of last rows is only of use where block statistics answer (no strings); a
-        // failure to build one leaves the block index to read (and to report it).
-        let lasts = snap
-            .segments
-            .iter()
-            .map(|seg| {
-                if n != 1 || snap.cols.iter().any(|(_, ty)| *ty == FieldType::String) {
-                    return None;
-                }
-                let build = series.len().saturating_mul(LAST_VALUES_BUILD_BLOCKS_PER_SERIES) >= seg.n_blocks();
-                let t = seg.last_values(build).ok().flatten()?;
-                let at = t.positions(&snap.cols);
-                Some((t, at))
-            })
-            .collect();
-        let walk = Mutex::new(Walk {
+        // A segment's table of last rows is only of use where block statistics answer (no strings).
+        let tables = n == 1 && snap.cols.iter().all(|(_, ty)| *ty != FieldType::String);
+        let walk = Walk {
             groups: vec![None; k],
             blocks: vec![SeriesBlocks::default(); k],
             clean: vec![None; k],
             by_end,
             passed: vec![false; k],
-            lasts,
+            lasts: vec![None; k],
+            tried: vec![false; k],
             cursors: vec![0; k],
             rows: vec![None; k],
-        });
-        TailSnapshot { snap, n, walk }
+        };
+        let tail = TailSnapshot { snap, n, tables, wanted: series.len(), walk: Mutex::new(walk) };
+        // The newest segment's, looked for now: [`TailSnapshot::from_tables`] goes by it.
+        let newest = tail.walk.lock().by_end.first().copied();
+        if let Some(newest) = newest {
+            let table = tail.table_of(&tail.snap.segments[newest]);
+            let mut walk = tail.walk.lock();
+            walk.tried[newest] = true;
+            walk.lasts[newest] = table;
+        }
+        tail
     }
 }
 
@@ -137,11 +141,26 @@ enum Source<'b> {
 }
 
 impl TailSnapshot {
-    /// Whether every segment of the snapshot answers last rows from its table ([`LastValues`]): then a
-    /// series costs about the same whatever order they are read in, not only in ascending ids (the
-    /// block index's order).
+    /// Whether the newest segment of the snapshot (where most series' last rows are, the older ones then
+    /// passed) answers last rows from its table ([`LastValues`]), or there is no segment: then a series
+    /// costs about the same whatever order they are read in, not only in ascending ids (the block
+    /// index's order).
     pub fn from_tables(&self) -> bool {
-        self.walk.lock().lasts.iter().all(Option::is_some)
+        let walk = self.walk.lock();
+        walk.by_end.first().is_none_or(|i| walk.lasts[*i].is_some())
+    }
+
+    /// Segment `seg`'s table of last rows with the requested columns' positions in it, if it has one or
+    /// (enough series asked for) one is built now; a failure to build one leaves the block index to
+    /// read (and to report it).
+    fn table_of(&self, seg: &Segment) -> Option<Lasts> {
+        if !self.tables {
+            return None;
+        }
+        let build = self.wanted.saturating_mul(LAST_VALUES_BUILD_BLOCKS_PER_SERIES) >= seg.n_blocks();
+        let t = seg.last_values(build).ok().flatten()?;
+        let at = t.positions(&self.snap.cols);
+        Some((t, at))
     }
 
     /// The last `n` rows of `series` in the range (fewer if it has fewer), or `None` if it has none.
@@ -227,7 +246,7 @@ impl TailSnapshot {
     fn sources(&self, series: SeriesId, found: &mut dyn FnMut(Source<'_>)) -> Result<()> {
         let s = &self.snap;
         let mut walk = self.walk.lock();
-        let Walk { groups, blocks, clean, by_end, passed, lasts, cursors, rows } = &mut *walk;
+        let Walk { groups, blocks, clean, by_end, passed, lasts, tried, cursors, rows } = &mut *walk;
         // Segments without deleted rows: their blocks of the series, and the end of the newest one
         // touching the range when it ends inside it (the newest row the segment surely holds there).
         // For one row, newest segments first: the last row is at or after that end (a row of the
@@ -252,6 +271,10 @@ impl TailSnapshot {
             // From the segment's table of last rows: the series' newest block, when that is the newest
             // touching the range and ends inside it (its statistics then tell the last row); else the
             // block index, as below.
+            if !tried[i] {
+                tried[i] = true;
+                lasts[i] = self.table_of(seg);
+            }
             if let Some((t, _)) = &lasts[i] {
                 match t.find(series, &mut cursors[i]) {
                     None => {
@@ -590,6 +613,8 @@ mod tests {
         assert_eq!(tail.read_last(0).unwrap(), Some(want.clone()));
         assert_eq!(as_last(&tail.read_series(0).unwrap()), Some(want));
         assert_eq!(tail.walk.lock().passed, vec![true, false, false, false], "the segment ending at 40 is passed");
+        assert_eq!(tail.walk.lock().tried, vec![false, true, true, true], "and its table of last rows not looked for");
+        assert!(tail.walk.lock().lasts[1..].iter().all(Option::is_some), "the others answer from theirs");
         let before = e.snapshot_tail(db, t, &[0], i64::MIN, 99, &cols, 1).read_last(0).unwrap();
         assert_eq!(before, Some(LastRow { ts: 90, values: vec![Some(Value::Integer(2)), None] }));
     }
