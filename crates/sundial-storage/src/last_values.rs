@@ -12,13 +12,14 @@
 //! [`LAST_VALUES_BYTES_MAX`], oldest out first, forgotten with its segment. Segments never change, so
 //! a table never goes stale.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashSet;
 use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
 use crate::catalog::{ColId, SeriesId};
 use crate::error::Result;
+use crate::fifo::FifoCache;
 use crate::limits::LAST_VALUES_BYTES_MAX;
 use crate::segment::{BlockMeta, stat_value};
 use crate::types::{FieldType, Value};
@@ -149,36 +150,17 @@ impl LastValues {
 }
 
 /// The tables of all open segments, by segment number, within [`LAST_VALUES_BYTES_MAX`].
-static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(Default::default);
+static CACHE: LazyLock<Mutex<Cache>> =
+    LazyLock::new(|| Mutex::new(Cache { tables: FifoCache::new(LAST_VALUES_BYTES_MAX), too_large: HashSet::new(), building: HashSet::new() }));
 
-#[derive(Default)]
 struct Cache {
-    map: HashMap<u64, Arc<LastValues>>,
+    tables: FifoCache<u64, Arc<LastValues>>,
     /// Segments whose table would not fit the bound: not built again at every read (a build stops at
     /// the bound, after decoding that much of the block index).
-    too_large: std::collections::HashSet<u64>,
+    too_large: HashSet<u64>,
     /// Segments whose table a reader is building: another reader goes through the block index meanwhile
     /// rather than build it too (eight concurrent first reads of a large segment would hold eight).
-    building: std::collections::HashSet<u64>,
-    /// Segment numbers, oldest first; may hold numbers already gone from `map`, skipped.
-    queue: VecDeque<u64>,
-    bytes: usize,
-}
-
-impl Cache {
-    fn put(&mut self, segment: u64, t: Arc<LastValues>) {
-        self.bytes += t.bytes();
-        match self.map.insert(segment, t) {
-            Some(old) => self.bytes -= old.bytes(),
-            None => self.queue.push_back(segment),
-        }
-        while self.bytes > LAST_VALUES_BYTES_MAX {
-            let Some(k) = self.queue.pop_front() else { break };
-            if let Some(old) = self.map.remove(&k) {
-                self.bytes -= old.bytes();
-            }
-        }
-    }
+    building: HashSet<u64>,
 }
 
 /// Segment `segment`'s table: from the cache, or built from `groups` when `build` (and kept when it
@@ -186,7 +168,7 @@ impl Cache {
 pub(crate) fn get_or_build<I: Iterator<Item = Result<Arc<[BlockMeta]>>>>(segment: u64, build: bool, groups: impl FnOnce() -> I) -> Result<Option<Arc<LastValues>>> {
     {
         let mut c = CACHE.lock();
-        if let Some(t) = c.map.get(&segment) {
+        if let Some(t) = c.tables.get(&segment) {
             return Ok(Some(Arc::clone(t)));
         }
         if !build || c.too_large.contains(&segment) || !c.building.insert(segment) {
@@ -204,7 +186,8 @@ pub(crate) fn get_or_build<I: Iterator<Item = Result<Arc<[BlockMeta]>>>>(segment
         }
         Some(t) => {
             let t = Arc::new(t);
-            c.put(segment, Arc::clone(&t));
+            let bytes = t.bytes();
+            c.tables.put(segment, Arc::clone(&t), bytes);
             Ok(Some(t))
         }
     }
@@ -213,20 +196,14 @@ pub(crate) fn get_or_build<I: Iterator<Item = Result<Arc<[BlockMeta]>>>>(segment
 /// The tables kept now, all segments together: how many, and their heap bytes (within
 /// [`LAST_VALUES_BYTES_MAX`]), for `/debug/vars`.
 pub fn stats() -> (usize, usize) {
-    let c = CACHE.lock();
-    (c.map.len(), c.bytes)
+    CACHE.lock().tables.usage()
 }
 
 /// Drops segment `segment`'s table (the segment is closed).
 pub(crate) fn forget_segment(segment: u64) {
     let mut c = CACHE.lock();
     c.too_large.remove(&segment);
-    if let Some(old) = c.map.remove(&segment) {
-        c.bytes -= old.bytes();
-        let map = &c.map;
-        let keep: VecDeque<u64> = c.queue.iter().copied().filter(|k| map.contains_key(k)).collect();
-        c.queue = keep;
-    }
+    c.tables.forget(|k| *k == segment);
 }
 
 #[cfg(test)]

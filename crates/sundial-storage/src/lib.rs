@@ -138,6 +138,7 @@ pub mod compaction;
 pub mod encoding;
 pub mod engine;
 pub mod error;
+mod fifo;
 pub mod frame;
 pub mod hours;
 pub mod last_values;

@@ -101,6 +101,7 @@ use crate::error::{Error, Result};
 use crate::frame;
 use crate::hours::{self, HourStats};
 use crate::block_cache::BlockIndexCache;
+use crate::fifo::FifoCache;
 use crate::limits::{
     BLOCK_ROWS_MAX, COLUMNS_PER_TABLE_MAX, DECODED_PACKS_BYTES_MAX, FOOTER_GROUP_BLOCKS, HOUR_CHUNKS_BYTES_MAX, PACK_BLOCK_ROWS_MAX, PACK_ROWS_MAX,
     PACK_ROWS_TARGET, PACK_SERIES_MAX,
@@ -1419,47 +1420,8 @@ impl DecodedPacks {
 /// 4,000 chunks of a few KB with one `pread` each, a system call and a copy out of the page cache that
 /// were an eighth of the statement's CPU. Oldest out first: the rollups that use these re-read the same
 /// hours, and a scan that reads many blocks once does not come here (only rollups read hour statistics).
-static HOUR_CHUNKS: std::sync::LazyLock<parking_lot::Mutex<HourChunks>> = std::sync::LazyLock::new(Default::default);
-
-#[derive(Default)]
-struct HourChunks {
-    map: HashMap<(u64, u64), Arc<[u8]>>,
-    /// Keys oldest first; may hold keys already gone from `map` (forgotten segments), skipped.
-    queue: std::collections::VecDeque<(u64, u64)>,
-    bytes: usize,
-}
-
-impl HourChunks {
-    fn put(&mut self, key: (u64, u64), chunk: Arc<[u8]>) {
-        if chunk.len() > HOUR_CHUNKS_BYTES_MAX {
-            return;
-        }
-        self.bytes += chunk.len();
-        match self.map.insert(key, chunk) {
-            Some(old) => self.bytes -= old.len(),
-            None => self.queue.push_back(key),
-        }
-        while self.bytes > HOUR_CHUNKS_BYTES_MAX {
-            let Some(k) = self.queue.pop_front() else { break };
-            if let Some(old) = self.map.remove(&k) {
-                self.bytes -= old.len();
-            }
-        }
-    }
-
-    fn forget_segment(&mut self, segment: u64) {
-        let bytes = &mut self.bytes;
-        self.map.retain(|k, v| {
-            let keep = k.0 != segment;
-            if !keep {
-                *bytes -= v.len();
-            }
-            keep
-        });
-        let map = &self.map;
-        self.queue.retain(|k| map.contains_key(k));
-    }
-}
+static HOUR_CHUNKS: std::sync::LazyLock<parking_lot::Mutex<FifoCache<(u64, u64), Arc<[u8]>>>> =
+    std::sync::LazyLock::new(|| parking_lot::Mutex::new(FifoCache::new(HOUR_CHUNKS_BYTES_MAX)));
 
 /// A decoded pack: its timestamps and the columns read so far, each by its chunk's offset.
 struct DecodedPack {
@@ -1492,7 +1454,7 @@ impl Drop for Segment {
     fn drop(&mut self) {
         self.cache.forget_segment(self.number, self.groups.len() as u32);
         DECODED_PACKS.lock().forget_segment(self.number);
-        HOUR_CHUNKS.lock().forget_segment(self.number);
+        HOUR_CHUNKS.lock().forget(|k| k.0 == self.number);
         crate::last_values::forget_segment(self.number);
     }
 }
@@ -2207,12 +2169,12 @@ impl Segment {
             self.stored_col(b, col)?;
         }
         let key = (self.number, c.offset);
-        let cached = HOUR_CHUNKS.lock().map.get(&key).cloned();
+        let cached = HOUR_CHUNKS.lock().get(&key).cloned();
         let bytes = match cached {
             Some(bytes) => bytes,
             None => {
                 let bytes: Arc<[u8]> = self.read_chunk(c)?.into();
-                HOUR_CHUNKS.lock().put(key, Arc::clone(&bytes));
+                HOUR_CHUNKS.lock().put(key, Arc::clone(&bytes), bytes.len());
                 bytes
             }
         };
