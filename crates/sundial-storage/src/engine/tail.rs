@@ -505,11 +505,27 @@ mod tests {
                 e.flush().unwrap();
             }
         }
+        let (db, t, cols) = cpu_ids(e);
+        let n = e.catalog().db("db").unwrap().table("cpu").unwrap().series_count();
+        (db, t, cols, (0..n as u32).collect::<Vec<_>>())
+    }
+
+    /// The ids of `db.cpu` and of its columns `v` (integers) and `f` (floats).
+    fn cpu_ids(e: &Engine) -> (DbId, TableId, Vec<(ColId, FieldType)>) {
         let cat = e.catalog();
         let d = cat.db("db").unwrap();
         let t = d.table("cpu").unwrap();
-        let cols = vec![(t.column("v").unwrap().id, FieldType::Integer), (t.column("f").unwrap().id, FieldType::Float)];
-        (d.id, t.id, cols, (0..t.series_count() as u32).collect::<Vec<_>>())
+        (d.id, t.id, vec![(t.column("v").unwrap().id, FieldType::Integer), (t.column("f").unwrap().id, FieldType::Float)])
+    }
+
+    /// An engine in `dir` with database `db` and no background compaction (it may merge flushes' files
+    /// before a snapshot is taken).
+    fn engine_without_compaction(dir: &std::path::Path) -> Engine {
+        let mut config = EngineConfig::new(dir);
+        config.compaction_threads = 0;
+        let e = Engine::open(config).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        e
     }
 
     /// A one-row tail as [`TailSnapshot::read_last`] answers it.
@@ -577,11 +593,7 @@ mod tests {
     #[test]
     fn last_row_at_segments_ending_together() {
         let dir = tempfile::tempdir().unwrap();
-        // No background compaction: it may merge the four flushes' files before the snapshot is taken.
-        let mut config = EngineConfig::new(dir.path());
-        config.compaction_threads = 0;
-        let e = Engine::open(config).unwrap();
-        e.create_database("db", 0, false).unwrap();
+        let e = engine_without_compaction(dir.path());
         let point = |ts, fields: Vec<(&'static str, Value)>| WritePoint {
             line: 1,
             table: "cpu",
@@ -601,12 +613,7 @@ mod tests {
             e.write("db", w).unwrap();
             e.flush().unwrap();
         }
-        let (db, t, cols) = {
-            let cat = e.catalog();
-            let d = cat.db("db").unwrap();
-            let t = d.table("cpu").unwrap();
-            (d.id, t.id, vec![(t.column("v").unwrap().id, FieldType::Integer), (t.column("f").unwrap().id, FieldType::Float)])
-        };
+        let (db, t, cols) = cpu_ids(&e);
         let tail = e.snapshot_tail(db, t, &[0], i64::MIN, i64::MAX, &cols, 1);
         assert_eq!(tail.snap.segments.len(), 4);
         let want = LastRow { ts: 100, values: vec![Some(Value::Integer(5)), Some(Value::Float(1.5))] };
@@ -626,10 +633,7 @@ mod tests {
     #[test]
     fn last_rows_from_segment_tables_agree_with_full_reads() {
         let dir = tempfile::tempdir().unwrap();
-        let mut config = EngineConfig::new(dir.path());
-        config.compaction_threads = 0;
-        let e = Engine::open(config).unwrap();
-        e.create_database("db", 0, false).unwrap();
+        let e = engine_without_compaction(dir.path());
         let rows = crate::limits::BLOCK_ROWS_MAX as i64 * 2 + 100;
         let mut points = Vec::new();
         for (h, host) in ["a", "b", "c"].into_iter().enumerate() {
@@ -648,12 +652,7 @@ mod tests {
         }
         e.write("db", &points).unwrap();
         e.flush().unwrap();
-        let (db, t, cols) = {
-            let cat = e.catalog();
-            let d = cat.db("db").unwrap();
-            let t = d.table("cpu").unwrap();
-            (d.id, t.id, vec![(t.column("v").unwrap().id, FieldType::Integer), (t.column("f").unwrap().id, FieldType::Float)])
-        };
+        let (db, t, cols) = cpu_ids(&e);
         let series = [0, 1, 2];
         let last_block = crate::limits::BLOCK_ROWS_MAX as i64 * 2;
         for (lo, hi) in [(i64::MIN, i64::MAX), (0, rows - 1), (0, rows - 50), (0, last_block - 1), (0, 10), (last_block, rows + 5), (rows, i64::MAX)] {
