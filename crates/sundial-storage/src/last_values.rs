@@ -237,7 +237,7 @@ mod tests {
             let t = cat.db("db").unwrap().table("m").unwrap();
             (t.column("v").unwrap().id, t.column("f").unwrap().id)
         };
-        let path = walkdir(dir.path()).into_iter().find(|p| p.extension().is_some_and(|x| x == "seg")).expect("a segment file");
+        let path = crate::test_util::walk(dir.path()).into_iter().find(|p| p.extension().is_some_and(|x| x == "seg")).expect("a segment file");
         let seg = Segment::open(&path).unwrap();
         let t = LastValues::build(seg.decoded_groups(), usize::MAX).unwrap().expect("no bound");
         let at = t.positions(&[(v, FieldType::Integer), (f, FieldType::Float), (v, FieldType::Float)]);
@@ -254,18 +254,5 @@ mod tests {
         assert_eq!(t.find(3, &mut cursor), None);
         assert_eq!(t.find(1, &mut cursor), Some(1), "looked up out of order");
         assert!(LastValues::build(seg.decoded_groups(), t.bytes() - 1).unwrap().is_none(), "over the bound");
-    }
-
-    fn walkdir(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-        let mut out = Vec::new();
-        for e in std::fs::read_dir(dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                out.extend(walkdir(&p));
-            } else {
-                out.push(p);
-            }
-        }
-        out
     }
 }

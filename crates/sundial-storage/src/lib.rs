@@ -139,6 +139,8 @@ pub mod encoding;
 pub mod engine;
 pub mod error;
 mod fifo;
+#[cfg(test)]
+mod test_util;
 pub mod frame;
 pub mod hours;
 pub mod last_values;

@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 
 use super::*;
+use crate::test_util::walk;
 use crate::limits::COMPACTION_FILES_PER_PARTITION_MAX;
 
 const HOUR_NS: i64 = 3600 * 1_000_000_000;
@@ -296,16 +297,6 @@ fn restart_after_a_crash_between_rename_and_input_deletion_keeps_one_copy() {
     assert_eq!(read_all(&e), expected);
     let names: Vec<String> = walk(dir.path()).iter().filter_map(|p| p.file_name()?.to_str().map(String::from)).filter(|n| n.contains(".seg")).collect();
     assert_eq!(names, vec![format!("t0-g000000000001-{flushes:012}.seg")]);
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
-    }
-    out.sort();
-    out
 }
 
 /// Issue 5: "deletes that don't free disk". Deleted rows disappear from reads at once (segments,

@@ -1,4 +1,5 @@
 use super::*;
+use crate::test_util::walk;
 use crate::types::Column;
 
 fn config(dir: &Path) -> EngineConfig {
@@ -243,15 +244,6 @@ fn a_segment_of_a_newer_format_version_refuses_start_and_is_left_alone() {
     let err = Engine::open(config(dir.path())).unwrap_err();
     assert!(matches!(err, Error::UnsupportedVersion { .. }), "{err}");
     assert!(seg.exists(), "the newer file must not be quarantined");
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() { out.extend(walk(&p)) } else { out.push(p) }
-    }
-    out
 }
 
 #[test]
