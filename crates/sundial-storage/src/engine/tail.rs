@@ -284,7 +284,7 @@ impl TailSnapshot {
                     }
                     Some(row) => {
                         let (lo, hi) = t.span(row);
-                        if hi >= s.ts_min && lo <= s.ts_max && hi <= s.ts_max {
+                        if self.touches_span(lo, hi) && hi <= s.ts_max {
                             rows[i] = Some(row);
                             clean[i] = Some(Some(hi));
                             floor = floor.max(Some(hi));
@@ -346,7 +346,12 @@ impl TailSnapshot {
 
     /// Whether a block holds times inside the range.
     fn touches(&self, b: &BlockMeta) -> bool {
-        b.ts_max >= self.snap.ts_min && b.ts_min <= self.snap.ts_max
+        self.touches_span(b.ts_min, b.ts_max)
+    }
+
+    /// Whether a block from `lo` to `hi` holds times inside the range.
+    fn touches_span(&self, lo: i64, hi: i64) -> bool {
+        hi >= self.snap.ts_min && lo <= self.snap.ts_max
     }
 
     /// The sources of `seg` that can hold the last `n` rows of its series in the range, oldest first,
@@ -399,38 +404,35 @@ fn last_stat(b: &BlockMeta, m: &ColMeta) -> Option<Value> {
 /// The last row of block `b` as rows (see [`stats_value`]): a column the block has is a column, null
 /// where it has no value at `ts_max`.
 fn stats_rows(b: &BlockMeta, series: SeriesId, cols: &[(ColId, FieldType)]) -> SeriesRows {
+    one_row(series, b.ts_max, cols, |j| {
+        let (col, ty) = cols[j];
+        b.col(col).filter(|m| m.ty == ty).map(|m| last_stat(b, m))
+    })
+}
+
+/// The last row of row `row` of a segment's table of last rows, as [`stats_rows`] makes it from the same
+/// block (`at`: the columns' positions in the table).
+fn last_rows(t: &LastValues, row: usize, at: &[Option<usize>], series: SeriesId, cols: &[(ColId, FieldType)]) -> SeriesRows {
+    one_row(series, t.span(row).1, cols, |j| (t.cell(row, at[j]) != last_values::Cell::Absent).then(|| t.value(row, at[j])))
+}
+
+/// A row at `ts` as rows: column `j` is `value(j)`, `None` for no column (the block lacks it), `Some(None)`
+/// for a null.
+fn one_row(series: SeriesId, ts: i64, cols: &[(ColId, FieldType)], value: impl Fn(usize) -> Option<Option<Value>>) -> SeriesRows {
     let cols = cols
         .iter()
-        .map(|(col, ty)| {
-            let m = b.col(*col).filter(|m| m.ty == *ty)?;
+        .enumerate()
+        .map(|(j, (_, ty))| {
+            let v = value(j)?;
             let mut c = Column::with_capacity(*ty, 1);
-            match last_stat(b, m) {
+            match v {
                 Some(v) => assert!(c.push_value(&v), "a statistic of the column's own type"),
                 None => c.push_null(),
             }
             Some(c)
         })
         .collect();
-    SeriesRows { series, ts: vec![b.ts_max], cols }
-}
-
-/// The last row of row `row` of a segment's table of last rows, as [`stats_rows`] makes it from the same
-/// block (`at`: the columns' positions in the table).
-fn last_rows(t: &LastValues, row: usize, at: &[Option<usize>], series: SeriesId, cols: &[(ColId, FieldType)]) -> SeriesRows {
-    let cols = cols
-        .iter()
-        .zip(at)
-        .map(|((_, ty), at)| {
-            let mut c = Column::with_capacity(*ty, 1);
-            match (t.cell(row, *at), t.value(row, *at)) {
-                (last_values::Cell::Absent, _) => return None,
-                (_, Some(v)) => assert!(c.push_value(&v), "a statistic of the column's own type"),
-                (_, None) => c.push_null(),
-            }
-            Some(c)
-        })
-        .collect();
-    SeriesRows { series, ts: vec![t.span(row).1], cols }
+    SeriesRows { series, ts: vec![ts], cols }
 }
 
 /// When no two sources overlap in time (so none can overwrite another's rows), keeps only the newest
