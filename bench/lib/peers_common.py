@@ -350,6 +350,8 @@ class SundialPeer(_InfluxApi):
                           "--compact-full-write-cold-secs 20 (the newest partition merged into one file 20 s after "
                           "its last file: InfluxDB's cache-snapshot and compact-full write-cold durations here)",
                 "wal-sync": "batch (default: fsync before acknowledging)",
+                "memtable": "default --memtable-mib: an eighth of the memory, 64 to 1,024 MiB (GreptimeDB's "
+                            "write-buffer default)",
                 "recommended": "defaults"}
 
     def settle(self, server, log):

@@ -159,7 +159,8 @@ pub struct EngineConfig {
     /// When writes are acknowledged. Default: [`SyncPolicy::Batch`].
     pub wal_sync: SyncPolicy,
     /// Bytes of the active memtable that start a flush (a quarter of it while its series are few and long:
-    /// [`crate::memtable::MemGen::full`]). Default 256 MiB.
+    /// [`crate::memtable::MemGen::full`]). Default: an eighth of the memory, 64 MiB to 1 GiB
+    /// ([`limits::MEMTABLE_MEMORY_DIVISOR`], [`crate::sysmem`]).
     pub memtable_bytes_max: usize,
     /// Age of the oldest unflushed write that starts a flush. Default 5 minutes.
     pub flush_interval: Duration,
@@ -256,7 +257,7 @@ impl EngineConfig {
             data_dir: data_dir.into(),
             extra_data_dirs: Vec::new(),
             wal_sync: SyncPolicy::Batch,
-            memtable_bytes_max: limits::MEMTABLE_BYTES_DEFAULT,
+            memtable_bytes_max: crate::sysmem::memtable_bytes_default(crate::sysmem::memory_bytes()),
             flush_interval: Duration::from_millis(limits::FLUSH_INTERVAL_MS_DEFAULT),
             flush_idle: Duration::from_millis(limits::FLUSH_IDLE_MS_DEFAULT),
             compact_full_write_cold: Duration::from_millis(limits::COMPACT_FULL_WRITE_COLD_MS_DEFAULT),

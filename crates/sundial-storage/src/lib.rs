@@ -74,7 +74,8 @@
 //! `engine/catalog_rewrite.rs`.
 //!
 //! # Backpressure
-//! A flush starts when the active memtable reaches `EngineConfig::memtable_bytes_max` (X), or a quarter
+//! A flush starts when the active memtable reaches `EngineConfig::memtable_bytes_max` (X: by default an
+//! eighth of the memory, 64 MiB to 1 GiB, [`limits::MEMTABLE_MEMORY_DIVISOR`]), or a quarter
 //! of it when its series are few and long ([`limits::MEMTABLE_FEW_SERIES_ROWS`]). Writers
 //! stall while all memtables together hold `memory_bytes_reject` (default 2X) or `frozen_max` frozen
 //! generations wait, and get [`Error::Overloaded`] (HTTP 503 + `Retry-After`) if the flush does not
@@ -149,6 +150,7 @@ pub mod memtable;
 pub mod placement;
 pub mod rows;
 pub mod segment;
+pub mod sysmem;
 pub mod throttle;
 pub mod tombstone;
 pub mod types;

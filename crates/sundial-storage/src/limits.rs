@@ -122,8 +122,20 @@ pub const CATALOG_RECORD_BYTES_MAX: usize = 16 * 1024 * 1024;
 /// Databases per engine.
 pub const DATABASES_MAX: usize = 100_000;
 
-/// Default memtable budget before a flush is started (`storage.memtable_bytes_max`).
-pub const MEMTABLE_BYTES_DEFAULT: usize = 256 * 1024 * 1024;
+/// Default memtable budget before a flush is started (`EngineConfig::memtable_bytes_max`): the
+/// machine's memory (or its cgroup's limit, when lower) divided by this, within
+/// [`MEMTABLE_BYTES_DEFAULT_MIN`]..=[`MEMTABLE_BYTES_DEFAULT_MAX`] — GreptimeDB's default for its write
+/// buffer, and InfluxDB 1.x's cache is 1 GiB. Each flush costs per series (a block, an index entry), so a
+/// budget that holds more rows of each series when series are many (a million devices filled 256 MiB
+/// after two rows each: two flushes and a merge for three rows) saves that work, and at most two
+/// budgets are held before writes stall (see [`crate::engine::EngineConfig::memory_bytes_reject`]).
+pub const MEMTABLE_MEMORY_DIVISOR: u64 = 8;
+
+/// See [`MEMTABLE_MEMORY_DIVISOR`].
+pub const MEMTABLE_BYTES_DEFAULT_MAX: usize = 1024 * 1024 * 1024;
+
+/// See [`MEMTABLE_MEMORY_DIVISOR`]; also the default where the memory cannot be read.
+pub const MEMTABLE_BYTES_DEFAULT_MIN: usize = 64 * 1024 * 1024;
 
 /// A memtable whose series average at least this many rows is flushed once it holds
 /// `memtable_bytes_max / MEMTABLE_FEW_SERIES_DIVISOR` bytes: each series' flushed block is long already

@@ -114,7 +114,8 @@ async fn run(s: config::Settings) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding the HTTP address {} (`--http-addr`)", s.http_addr))?;
     let local = listener.local_addr()?;
-    tracing::info!(http = %local, data_dir = %dir.display(), wal_sync = ?s.engine.wal_sync, "sundial is ready");
+    tracing::info!(http = %local, data_dir = %dir.display(), wal_sync = ?s.engine.wal_sync,
+        memtable_mib = s.engine.memtable_bytes_max >> 20, "sundial is ready");
     // Tests and scripts read this line to learn the port when binding port 0.
     println!("sundial listening on http://{local}");
     let pg_task = match &s.pg_addr {
