@@ -734,8 +734,9 @@ impl Engine {
         let frozen: Vec<Arc<Frozen>> = mem.frozen.iter().cloned().collect();
         let mut active = HashMap::new();
         if let Some(t) = mem.active.table(db, table) {
+            let mut bufs = t.series.cursor();
             for s in series {
-                if let Some(buf) = t.series.get(s) {
+                if let Some(buf) = bufs.get(*s) {
                     let r = buf.read_tail(*s, ts_min, ts_max, cols, tail);
                     if !r.is_empty() {
                         active.insert(*s, r);
@@ -765,8 +766,9 @@ impl Engine {
         let segments = self.segments_overlapping(db, table, ts_min, ts_max);
         let mems = mem.frozen.iter().map(|f| &f.memtable).chain([&mem.active]).filter_map(|m| m.table(db, table));
         for t in mems {
+            let mut bufs = t.series.cursor();
             for s in series {
-                if let Some((lo, hi)) = t.series.get(s).and_then(|b| b.ts_range()) {
+                if let Some((lo, hi)) = bufs.get(*s).and_then(|b| b.ts_range()) {
                     see(lo, hi);
                 }
             }
@@ -1801,7 +1803,9 @@ impl TableSnapshot {
         }
         let mut cursors: Vec<SegmentScan<'_>> = self.segments.iter().map(|s| s.scan(cache_groups)).collect();
         let mut found: Vec<SeriesBlocks> = vec![SeriesBlocks::default(); cursors.len()];
-        let frozen: Vec<_> = self.frozen.iter().filter_map(|f| Some((f.generation, f.memtable.table(self.db, self.table)?))).collect();
+        let mut frozen: Vec<_> = (self.frozen.iter())
+            .filter_map(|f| f.memtable.table(self.db, self.table).map(|t| (f.generation, t, t.series.cursor())))
+            .collect();
         let mut frozen_bufs: Vec<Option<&SeriesBuf>> = vec![None; frozen.len()];
         // (ts_min, ts_max, source): the sources of one series overlapping the range; a memtable's range
         // covers all of the series' rows there.
@@ -1821,9 +1825,9 @@ impl TableSnapshot {
                     }
                 }
             }
-            for (i, (_, t)) in frozen.iter().enumerate() {
+            for (i, (_, t, bufs)) in frozen.iter_mut().enumerate() {
                 // Kept for the read below: a second lookup in a map of a million series is a cache miss.
-                frozen_bufs[i] = if t.may_hold(s) { t.series.get(&s) } else { None };
+                frozen_bufs[i] = if t.may_hold(s) { bufs.get(s) } else { None };
                 if let Some((lo, hi)) = frozen_bufs[i].and_then(|b| b.ts_range())
                     && hi >= self.ts_min
                     && lo <= self.ts_max

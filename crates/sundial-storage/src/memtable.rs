@@ -706,6 +706,28 @@ pub struct SeriesMap {
     next: usize,
 }
 
+/// Looks series up in a [`SeriesMap`], trying the buffer after the one found last before probing the
+/// map, as writes do: a table's new series get ascending ids in the order they are first written, the
+/// vector's order, so a walk over ascending ids finds them one after another in memory. Probing the
+/// map for each of a million series was two cache misses each, 41 % of a count over a memtable
+/// just loaded with TSBS's 1 M hosts (0.37 s).
+pub struct SeriesCursor<'a> {
+    map: &'a SeriesMap,
+    next: usize,
+}
+
+impl<'a> SeriesCursor<'a> {
+    pub fn get(&mut self, series: SeriesId) -> Option<&'a SeriesBuf> {
+        let i = match self.map.bufs.get(self.next) {
+            // Each series is in the vector once, so finding it at the guess is finding it.
+            Some((s, _)) if *s == series => self.next,
+            _ => *self.map.pos.get(&series)? as usize,
+        };
+        self.next = i + 1;
+        Some(&self.map.bufs[i].1)
+    }
+}
+
 impl SeriesMap {
     fn with_capacity(n: usize) -> SeriesMap {
         SeriesMap { pos: HashMap::with_capacity_and_hasher(n, Default::default()), bufs: Vec::with_capacity(n), next: 0 }
@@ -721,6 +743,12 @@ impl SeriesMap {
 
     pub fn get(&self, series: &SeriesId) -> Option<&SeriesBuf> {
         self.pos.get(series).map(|&i| &self.bufs[i as usize].1)
+    }
+
+    /// A lookup for many series in ascending id order, as scans and summaries walk them: see
+    /// [`SeriesCursor`].
+    pub fn cursor(&self) -> SeriesCursor<'_> {
+        SeriesCursor { map: self, next: 0 }
     }
 
     fn get_mut(&mut self, series: &SeriesId) -> Option<&mut SeriesBuf> {
@@ -919,8 +947,10 @@ impl MemGen {
 
     /// True if any of `series` of the table has staged (late or duplicate) rows not sorted yet.
     pub fn has_unsorted_staging(&self, db: DbId, table: TableId, series: &[SeriesId]) -> bool {
-        self.table(db, table)
-            .is_some_and(|t| series.iter().any(|s| t.series.get(s).is_some_and(|b| b.staged().is_some_and(|(_, sorted)| !sorted))))
+        self.table(db, table).is_some_and(|t| {
+            let mut bufs = t.series.cursor();
+            series.iter().any(|s| bufs.get(*s).is_some_and(|b| b.staged().is_some_and(|(_, sorted)| !sorted)))
+        })
     }
 
     /// Sorts (and merges duplicates of) the staging areas of `series` in place, so that reads merge
@@ -990,6 +1020,27 @@ mod tests {
         assert_eq!(next.bytes, plain.bytes);
         assert_eq!(next.rows, 6);
         assert_eq!(next.series_counts(), HashMap::from_iter([((0, 1), 5), ((0, 2), 1)]));
+    }
+
+    /// A cursor finds what the map finds, whatever the order of the lookups: ascending over series
+    /// written out of order, descending, repeated, and ids the memtable does not hold.
+    #[test]
+    fn a_cursor_finds_each_series_buffer_in_any_order() {
+        let mut m = MemGen::default();
+        let mut b = WriteBatch::new(0);
+        for s in [3u32, 4, 5, 9, 1, 2, 6] {
+            b.push_row(0, s, i64::from(s), [(0, Value::Integer(i64::from(s) * 10))]);
+        }
+        m.apply(&b);
+        let series = &m.table(0, 0).unwrap().series;
+        let value = |buf: Option<&SeriesBuf>| buf.map(|b| b.read(0, i64::MIN, i64::MAX, &[(0, FieldType::Integer)]).ts);
+        for order in [(0..12).collect::<Vec<u32>>(), (0..12).rev().collect(), vec![5, 5, 3, 9, 9, 1, 7, 2, 6, 6]] {
+            let mut c = series.cursor();
+            for s in order {
+                assert_eq!(value(c.get(s)), value(series.get(&s)), "series {s}");
+                assert_eq!(c.get(s).is_some(), [1, 2, 3, 4, 5, 6, 9].contains(&s));
+            }
+        }
     }
 
     /// A table may hold exactly the series ids between the lowest and the highest written to it, in any

@@ -56,8 +56,11 @@ impl Engine {
         let mut acc = Acc { rows: 0, series_rows: Vec::new(), cols: cols.iter().map(|_| Col::default()).collect() };
         // (memtable, generation): the active one is already free of deleted rows (u64::MAX: no tombstone
         // hides it).
-        let mems: Vec<(&crate::memtable::MemGen, u64)> =
-            mem.frozen.iter().map(|f| (&f.memtable, f.generation)).chain([(&mem.active, u64::MAX)]).collect();
+        let mut mems: Vec<(crate::memtable::SeriesCursor<'_>, u64)> = (mem.frozen.iter())
+            .map(|f| (&f.memtable, f.generation))
+            .chain([(&mem.active, u64::MAX)])
+            .filter_map(|(m, generation)| Some((m.table(db, table)?.series.cursor(), generation)))
+            .collect();
         // Statistics count deleted rows too: a block or buffer a tombstone may hide needs decoding.
         let hidden = |s: SeriesId, gen_max: u64, applied: u64, lo: i64, hi: i64| {
             tombstones
@@ -92,8 +95,8 @@ impl Engine {
                     }
                 }
             }
-            for (m, generation) in &mems {
-                let Some(buf) = m.tables.get(&(db, table)).and_then(|t| t.series.get(&s)) else { continue };
+            for (bufs, generation) in &mut mems {
+                let Some(buf) = bufs.get(s) else { continue };
                 // The in-order part and the staging area count as two sources: staged rows that share a
                 // time span with in-order rows make the spans overlap, and staged rows not sorted yet
                 // (a frozen memtable) may hold duplicates.
