@@ -703,6 +703,14 @@ impl Engine {
         self.inner.flush_pending()
     }
 
+    /// Prepares a read of `series` series of a table that will come as several smaller snapshots (a
+    /// statement read in parts): the active memtable is frozen for it when [`Engine::snapshot`] would
+    /// freeze it for a snapshot of them all (see [`EngineConfig::freeze_for_read_series_min`]), so that
+    /// no part copies its series' rows out of it.
+    pub fn prepare_read(&self, db: DbId, table: TableId, series: usize) {
+        self.inner.freeze_for_read(db, table, series);
+    }
+
     /// A consistent view of one table for reading: the segments overlapping `[ts_min, ts_max]` and the
     /// memtables, with the active memtable's rows for `series` copied out.
     ///

@@ -712,6 +712,15 @@ fn a_read_of_many_series_in_the_memtable_freezes_it_and_reads_the_same_rows() {
     four.push(("d".into(), 1, Some(8)));
     four.sort();
     assert_eq!(read_all(&e, "db"), four, "the new memtable holds two series: copied, over the frozen one");
+    // A read announced as three series freezes the memtable of the two read first (a part of it).
+    e.write("db", &[point("cpu", "e", 2, 9)]).unwrap();
+    e.prepare_read(0, 0, 2);
+    assert_eq!((active_rows(&e), frozen(&e)), (3, 1), "two series announced: left active");
+    e.prepare_read(0, 0, 3);
+    assert_eq!((active_rows(&e), frozen(&e)), (0, 2), "three series announced: frozen");
+    four.push(("e".into(), 2, Some(9)));
+    four.sort();
+    assert_eq!(read_all(&e, "db"), four, "over two frozen memtables");
     e.pause_flushes(false);
     e.flush().unwrap();
     assert_eq!(read_all(&e, "db"), four, "after the flush");
