@@ -718,11 +718,7 @@ pub struct SeriesCursor<'a> {
 
 impl<'a> SeriesCursor<'a> {
     pub fn get(&mut self, series: SeriesId) -> Option<&'a SeriesBuf> {
-        let i = match self.map.bufs.get(self.next) {
-            // Each series is in the vector once, so finding it at the guess is finding it.
-            Some((s, _)) if *s == series => self.next,
-            _ => *self.map.pos.get(&series)? as usize,
-        };
+        let i = if self.map.holds_at(self.next, series) { self.next } else { *self.map.pos.get(&series)? as usize };
         self.next = i + 1;
         Some(&self.map.bufs[i].1)
     }
@@ -743,6 +739,12 @@ impl SeriesMap {
 
     pub fn get(&self, series: &SeriesId) -> Option<&SeriesBuf> {
         self.pos.get(series).map(|&i| &self.bufs[i as usize].1)
+    }
+
+    /// Whether `series`' buffer is at position `i` of the vector (a guess, checked). Each series is in
+    /// the vector once, so finding it at the guess is finding it.
+    fn holds_at(&self, i: usize, series: SeriesId) -> bool {
+        self.bufs.get(i).is_some_and(|(s, _)| *s == series)
     }
 
     /// A lookup for many series in ascending id order, as scans and summaries walk them: see
@@ -778,8 +780,7 @@ impl SeriesMap {
 
     /// `series`' buffer, made with `make` first if the series has none; `make` runs only then.
     fn get_or_insert_with(&mut self, series: SeriesId, make: impl FnOnce() -> SeriesBuf) -> &mut SeriesBuf {
-        // Each series is in the vector once, so finding it at the guess is finding it.
-        let i = if self.bufs.get(self.next).is_some_and(|(s, _)| *s == series) {
+        let i = if self.holds_at(self.next, series) {
             self.next
         } else {
             match self.pos.entry(series) {

@@ -1378,7 +1378,7 @@ fn partition_near(ts: &[i64], limit: i64) -> usize {
 ///
 /// The engine is told first that `n` series will be read ([`Engine::prepare_read`]): the parts' reads
 /// are each smaller, and the probe's alone would copy its series' rows out of a memtable that the whole
-/// read should rather freeze and share (a sixth of a count over a memtable of a million series).
+/// read should rather freeze and share (a fifth of a count over a memtable of a million series).
 async fn in_parts<P: Send + Sync + 'static, T: Send + 'static>(
     engine: Arc<Engine>,
     table: (DbId, TableId),
