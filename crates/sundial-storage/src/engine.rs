@@ -1811,7 +1811,9 @@ impl TableSnapshot {
         }
         let mut cursors: Vec<SegmentScan<'_>> = self.segments.iter().map(|s| s.scan(cache_groups)).collect();
         let mut found: Vec<SeriesBlocks> = vec![SeriesBlocks::default(); cursors.len()];
-        let mut frozen: Vec<_> = (self.frozen.iter())
+        let mut frozen: Vec<_> = self
+            .frozen
+            .iter()
             .filter_map(|f| f.memtable.table(self.db, self.table).map(|t| (f.generation, t, t.series.cursor())))
             .collect();
         let mut frozen_bufs: Vec<Option<&SeriesBuf>> = vec![None; frozen.len()];

@@ -56,7 +56,9 @@ impl Engine {
         let mut acc = Acc { rows: 0, series_rows: Vec::new(), cols: cols.iter().map(|_| Col::default()).collect() };
         // (memtable, generation): the active one is already free of deleted rows (u64::MAX: no tombstone
         // hides it).
-        let mut mems: Vec<(crate::memtable::SeriesCursor<'_>, u64)> = (mem.frozen.iter())
+        let mut mems: Vec<(crate::memtable::SeriesCursor<'_>, u64)> = mem
+            .frozen
+            .iter()
             .map(|f| (&f.memtable, f.generation))
             .chain([(&mem.active, u64::MAX)])
             .filter_map(|(m, generation)| Some((m.table(db, table)?.series.cursor(), generation)))
