@@ -41,6 +41,9 @@ use crate::limits;
 use crate::rows::SeriesRows;
 use crate::types::{Column, ColumnValues, FieldType, Value};
 
+mod slots;
+use slots::Slots;
+
 /// Rows of one series, row-major: timestamps, and per row one 8-byte slot for each column any row of
 /// the series had (`schema`, in first-seen order). Whether `ts` is sorted is the owner's business (see
 /// [`SeriesBuf`]).
@@ -48,9 +51,10 @@ use crate::types::{Column, ColumnValues, FieldType, Value};
 /// Row-major by hand rather than a vector per column: a series' first row cost two allocations per
 /// column that way (≈ 2.4 KB for TSBS's ten fields), so at 100 K series a 256 MiB memtable was full of
 /// nearly empty vectors after one to three rows per series, and every flush wrote blocks of that many
-/// rows (38 MB segments for 330 K rows, which compaction then read back). Here a series costs two
-/// allocations whatever its width (its columns are a [`Schema`] shared with the table's other series),
-/// and a row `8 + 8 × width` bytes. Slots hold a float's bits, an
+/// rows (38 MB segments for 330 K rows, which compaction then read back). Here a series of up to a
+/// chunk of rows ([`Slots`]) costs two allocations whatever its width (its columns are a [`Schema`]
+/// shared with the table's other series), a longer one one more per chunk, and a row `8 + 8 × width`
+/// bytes. Slots hold a float's bits, an
 /// integer, a boolean as 0/1, or the index of a string in [`Extra::strings`]; nulls are bits of a
 /// bitmap over the slots that exists only once some slot is null. Reads gather a column's slots into a
 /// [`Column`] (they copied column slices before: the same bytes, strided).
@@ -60,8 +64,9 @@ pub struct RowBuf {
     /// `None` before the first row. Shared with the other series of the table whose first row had the
     /// same columns ([`MemTable`]'s last schema, see [`RowBuf::push`]).
     schema: Option<Schema>,
-    /// Row `i`'s value of column `k` is `slots[i * schema.len() + k]`.
-    slots: Vec<u64>,
+    /// Row `i`'s value of column `k` is slot `k` of row `i`, slot `i * schema.len() + k` in
+    /// [`Extra::nulls`]; rows are kept in chunks that never move ([`Slots`]).
+    slots: Slots,
     /// Nulls and strings: `None` for rows of numbers and booleans without nulls (TSBS's).
     extra: Option<Box<Extra>>,
 }
@@ -98,6 +103,35 @@ fn refill<T>(v: &mut Vec<T>, items: impl Iterator<Item = T>) {
 
 /// What one allocation costs beyond its bytes (the allocator's header), for the accounting.
 const ALLOC_BYTES: usize = 16;
+
+/// The slot encoding of `v` (see [`RowBuf`]); a string is stored in [`Extra::strings`]. A function of
+/// the buffer's `extra` alone, so that a row's slots can be pushed onto its chunk meanwhile.
+fn encode(extra: &mut Option<Box<Extra>>, v: &Value) -> u64 {
+    match v {
+        Value::Float(x) => x.to_bits(),
+        Value::Integer(x) => *x as u64,
+        Value::UInteger(x) => *x,
+        Value::Boolean(x) => u64::from(*x),
+        Value::String(s) => push_string(extra, s.clone()),
+    }
+}
+
+/// Stores `s` in [`Extra::strings`]; returns its slot value (its index).
+fn push_string(extra: &mut Option<Box<Extra>>, s: String) -> u64 {
+    let e = extra.get_or_insert_with(Box::default);
+    e.string_bytes += if s.capacity() == 0 { 0 } else { s.capacity() + ALLOC_BYTES };
+    e.strings.push(s);
+    (e.strings.len() - 1) as u64
+}
+
+/// Marks slot `slot` null in [`Extra::nulls`].
+fn set_null(extra: &mut Option<Box<Extra>>, slot: usize) {
+    let e = extra.get_or_insert_with(Box::default);
+    if e.nulls.len() <= slot / 64 {
+        e.nulls.resize(slot / 64 + 1, 0);
+    }
+    e.nulls[slot / 64] |= 1 << (slot % 64);
+}
 
 /// Which columns a row being pushed has set, for rows up to 256 columns wide without allocating.
 struct RowMask {
@@ -153,43 +187,18 @@ impl RowBuf {
             if x.capacity() == 0 { 0 } else { x.capacity() * std::mem::size_of::<T>() + ALLOC_BYTES }
         }
         let extra = |e: &Extra| std::mem::size_of::<Extra>() + ALLOC_BYTES + v(&e.nulls) + v(&e.strings) + e.string_bytes;
-        v(&self.ts) + v(&self.slots) + self.extra.as_deref().map_or(0, extra)
+        v(&self.ts) + self.slots.heap_bytes(self.width()) + self.extra.as_deref().map_or(0, extra)
     }
 
     fn is_null(&self, slot: usize) -> bool {
         self.extra.as_ref().is_some_and(|e| e.nulls.get(slot / 64).is_some_and(|w| w >> (slot % 64) & 1 == 1))
     }
 
-    fn set_null(&mut self, slot: usize) {
-        let e = self.extra.get_or_insert_with(Box::default);
-        if e.nulls.len() <= slot / 64 {
-            e.nulls.resize(slot / 64 + 1, 0);
-        }
-        e.nulls[slot / 64] |= 1 << (slot % 64);
-    }
 
     fn strings(&self) -> &[String] {
         self.extra.as_ref().map_or(&[], |e| &e.strings)
     }
 
-    /// The slot encoding of `v` (see the type's doc); a string is stored in [`Extra::strings`].
-    fn encode(&mut self, v: &Value) -> u64 {
-        match v {
-            Value::Float(x) => x.to_bits(),
-            Value::Integer(x) => *x as u64,
-            Value::UInteger(x) => *x,
-            Value::Boolean(x) => u64::from(*x),
-            Value::String(s) => self.push_string(s.clone()),
-        }
-    }
-
-    /// Stores `s` in [`Extra::strings`]; returns its slot value (its index).
-    fn push_string(&mut self, s: String) -> u64 {
-        let e = self.extra.get_or_insert_with(Box::default);
-        e.string_bytes += if s.capacity() == 0 { 0 } else { s.capacity() + ALLOC_BYTES };
-        e.strings.push(s);
-        (e.strings.len() - 1) as u64
-    }
 
     /// Adds column `col` after the existing ones: every row so far gets a null slot for it (the rows
     /// are laid out again, once per new column of the series). Returns the new schema's bytes.
@@ -203,11 +212,12 @@ impl RowBuf {
         if n == 0 {
             return bytes;
         }
-        let mut slots = Vec::with_capacity(n * (w + 1));
+        let mut slots = Slots::with_rows(n, w + 1);
         let mut nulls = Vec::new();
         for i in 0..n {
-            slots.extend_from_slice(&self.slots[i * w..(i + 1) * w]);
-            slots.push(0);
+            let row = slots.room(i, w + 1);
+            row.extend_from_slice(if w == 0 { &[] } else { self.slots.row(i, w) });
+            row.push(0);
             for k in (0..w).filter(|k| self.is_null(i * w + k)).chain([w]) {
                 let s = i * (w + 1) + k;
                 if nulls.len() <= s / 64 {
@@ -252,12 +262,11 @@ impl RowBuf {
         // the write path's CPU at TSBS's ten fields).
         let w = self.width();
         if w > 0 && same_columns(self.schema(), values) {
-            self.ts.push(ts);
-            self.slots.reserve(w);
+            let row = self.slots.room(self.ts.len(), w);
             for (_, v) in values {
-                let x = self.encode(v);
-                self.slots.push(x);
+                row.push(encode(&mut self.extra, v));
             }
+            self.ts.push(ts);
             return self.heap_bytes().saturating_sub(before) + made;
         }
         for (col, v) in values {
@@ -266,9 +275,11 @@ impl RowBuf {
             }
         }
         let w = self.width();
-        let base = self.slots.len();
+        let n = self.ts.len();
+        let base = n * w;
+        let row = self.slots.room(n, w);
+        row.resize(row.len() + w, 0);
         self.ts.push(ts);
-        self.slots.resize(base + w, 0);
         let mut set = RowMask::new(w);
         let schema = self.schema.clone().expect("made above");
         for (col, v) in values {
@@ -277,13 +288,13 @@ impl RowBuf {
                 continue; // a value of another type than the column's is a null, as in a typed column
             }
             // The same column twice in one row: the later value wins.
-            self.slots[base + k] = self.encode(v);
+            self.slots.row_mut(n, w)[k] = encode(&mut self.extra, v);
             set.insert(k);
         }
         if set.count() < w {
             for k in 0..w {
                 if !set.contains(k) {
-                    self.set_null(base + k);
+                    set_null(&mut self.extra, base + k);
                 }
             }
         }
@@ -295,30 +306,31 @@ impl RowBuf {
     fn push_picked(&mut self, ts: i64, src: &RowBuf, pick: impl Fn(usize) -> Option<usize>) {
         debug_assert_eq!(self.schema, src.schema);
         let w = self.width();
-        let base = self.slots.len();
-        self.ts.push(ts);
+        let n = self.ts.len();
+        let row = self.slots.room(n, w);
         for k in 0..w {
             match pick(k).filter(|i| !src.is_null(i * w + k)) {
                 Some(i) => {
-                    let x = src.slots[i * w + k];
+                    let x = src.slots.row(i, w)[k];
                     let x = if src.schema()[k].1 == FieldType::String {
-                        self.push_string(src.strings()[x as usize].clone())
+                        push_string(&mut self.extra, src.strings()[x as usize].clone())
                     } else {
                         x
                     };
-                    self.slots.push(x);
+                    row.push(x);
                 }
                 None => {
-                    self.slots.push(0);
-                    self.set_null(base + k);
+                    row.push(0);
+                    set_null(&mut self.extra, n * w + k);
                 }
             }
         }
+        self.ts.push(ts);
     }
 
     /// An empty buffer with the same columns.
     fn empty_like(&self, rows: usize) -> RowBuf {
-        RowBuf { ts: Vec::with_capacity(rows), schema: self.schema.clone(), slots: Vec::with_capacity(rows * self.width()), extra: None }
+        RowBuf { ts: Vec::with_capacity(rows), schema: self.schema.clone(), slots: Slots::with_rows(rows, self.width()), extra: None }
     }
 
     /// Column `col`'s values of rows `range`, or `None` if no row had the column.
@@ -340,18 +352,17 @@ impl RowBuf {
             _ => out.insert(Column::new(ty)),
         };
         let w = self.width();
-        let slot = |i: usize| self.slots[i * w + k];
         c.validity.clear();
         c.validity.extend(range.clone().map(|i| !self.is_null(i * w + k)));
+        let slots = self.slots.rows(range, w).map(|row| row[k]);
         match &mut c.values {
-            ColumnValues::Float(v) => refill(v, range.map(|i| f64::from_bits(slot(i)))),
-            ColumnValues::Integer(v) => refill(v, range.map(|i| slot(i) as i64)),
-            ColumnValues::UInteger(v) => refill(v, range.map(slot)),
-            ColumnValues::Boolean(v) => refill(v, range.map(|i| slot(i) != 0)),
-            ColumnValues::String(v) => refill(
-                v,
-                range.zip(&c.validity).map(|(i, ok)| if *ok { self.strings()[slot(i) as usize].clone() } else { String::new() }),
-            ),
+            ColumnValues::Float(v) => refill(v, slots.map(f64::from_bits)),
+            ColumnValues::Integer(v) => refill(v, slots.map(|x| x as i64)),
+            ColumnValues::UInteger(v) => refill(v, slots),
+            ColumnValues::Boolean(v) => refill(v, slots.map(|x| x != 0)),
+            ColumnValues::String(v) => {
+                refill(v, slots.zip(&c.validity).map(|(x, ok)| if *ok { self.strings()[x as usize].clone() } else { String::new() }))
+            }
         }
     }
 
@@ -1105,6 +1116,80 @@ mod tests {
         assert_eq!(s.read(1, i64::MIN, i64::MAX, &cols), before);
     }
 
+    /// A series of several chunks of rows ([`Slots`]): rows of every shape (columns missing, a string
+    /// column, columns first set at rows past the first chunk, which lay the rows out again at a new
+    /// width), late and duplicate rows, and deletes, read back as a model of last-write-wins per
+    /// column says, before and after its staging area is sorted.
+    #[test]
+    fn rows_over_many_chunks_read_back_as_a_model_says() {
+        use std::collections::BTreeMap;
+        for seed in 1..=4u64 {
+            let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let mut rand = move |n: u64| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % n
+            };
+            let types = [FieldType::Float, FieldType::Integer, FieldType::String, FieldType::Boolean, FieldType::Float];
+            let value = |col: usize, v: u64| match types[col] {
+                FieldType::Float => Value::Float(v as f64 / 4.0),
+                FieldType::Integer => Value::Integer(v as i64 - 50),
+                FieldType::String => Value::String(format!("s{v}")),
+                _ => Value::Boolean(v % 2 == 1),
+            };
+            let mut g = MemGen::default();
+            let mut model: BTreeMap<i64, BTreeMap<usize, Value>> = BTreeMap::new();
+            let mut next_ts = 0i64;
+            for round in 0..6 {
+                let mut b = WriteBatch::new(0);
+                for _ in 0..500 {
+                    // Columns 3 and 4 first come in later rounds, past the first chunk of rows.
+                    let width = if round < 2 { 3 } else if round < 4 { 4 } else { 5 };
+                    let ts = if rand(10) == 0 { rand(next_ts as u64 + 1) as i64 } else { next_ts += 1 + rand(3) as i64; next_ts };
+                    let cols: Vec<usize> = (0..width).filter(|_| rand(5) != 0).collect();
+                    let vals: Vec<(ColId, Value)> = cols.iter().map(|c| (*c as ColId, value(*c, rand(100)))).collect();
+                    for (c, v) in &vals {
+                        model.entry(ts).or_default().insert(*c as usize, v.clone());
+                    }
+                    if vals.is_empty() {
+                        continue;
+                    }
+                    b.push_row(0, 1, ts, vals);
+                }
+                g.apply(&b);
+                if round == 3 {
+                    let (lo, hi) = (next_ts / 3, next_ts / 2);
+                    g.delete(0, 0, None, lo, hi);
+                    model.retain(|t, _| *t < lo || *t > hi);
+                }
+            }
+            let cols: Vec<(ColId, FieldType)> = types.iter().enumerate().map(|(c, t)| (c as ColId, *t)).collect();
+            let check = |g: &MemGen| {
+                let buf = &g.table(0, 0).unwrap().series[&1];
+                assert!(buf.in_order().len() > 4 * slots::rows_per_chunk(5), "several chunks");
+                let r = buf.read(1, i64::MIN, i64::MAX, &cols);
+                r.check().unwrap();
+                assert_eq!(r.ts, model.keys().copied().collect::<Vec<_>>(), "seed {seed}");
+                for (c, col) in r.cols.iter().enumerate() {
+                    let got: Vec<Option<Value>> = (0..r.ts.len()).map(|i| col.as_ref().and_then(|col| col.get(i))).collect();
+                    let want: Vec<Option<Value>> = model.values().map(|row| row.get(&c).cloned()).collect();
+                    assert_eq!(got, want, "seed {seed}, column {c}");
+                }
+                let (lo, hi) = (next_ts / 4, next_ts / 4 + 300);
+                let r = buf.read(1, lo, hi, &cols);
+                assert_eq!(r.ts, model.range(lo..=hi).map(|(t, _)| *t).collect::<Vec<_>>(), "seed {seed}");
+                let tail = buf.read_tail(1, i64::MIN, hi, &cols, 7);
+                let mut want: Vec<i64> = model.range(..=hi).rev().take(7).map(|(t, _)| *t).collect();
+                want.reverse();
+                assert_eq!(tail.ts, want, "seed {seed}");
+            };
+            check(&g);
+            g.sort_staging(0, 0, &[1]);
+            check(&g);
+        }
+    }
+
     /// In-order rows of every shape: rows setting every column in the buffer's order (appended
     /// straight), in another order, missing one, adding one, with a value of another type (a null, as
     /// in a typed column) and with a column twice (the later value wins), read back as written.
@@ -1403,11 +1488,11 @@ mod tests {
     }
 
     #[test]
-    fn a_series_buffer_is_two_vectors_a_shared_schema_and_two_pointers() {
-        // Timestamps, slots, the shared columns (a pointer and a length), the boxed nulls/strings and the
-        // boxed staging area: what a series without late rows, nulls or strings costs in the map beside
-        // its two allocations.
-        assert_eq!(std::mem::size_of::<SeriesBuf>(), 2 * std::mem::size_of::<Vec<u8>>() + 2 * 8 + 2 * 8);
+    fn a_series_buffer_is_two_vectors_a_shared_schema_and_three_pointers() {
+        // Timestamps, the first chunk of slots and the boxed later ones, the shared columns (a pointer
+        // and a length), the boxed nulls/strings and the boxed staging area: what a series without late
+        // rows, nulls or strings costs in the map beside its two allocations.
+        assert_eq!(std::mem::size_of::<SeriesBuf>(), 2 * std::mem::size_of::<Vec<u8>>() + 2 * 8 + 3 * 8);
     }
 
     /// Series whose first rows have the same columns share one schema; a series with other columns, or

@@ -1,0 +1,157 @@
+//! A series' row slots ([`super::RowBuf`]) in chunks that never move once they are full.
+//!
+//! Rows of `w` slots each (`w` is the buffer's width, passed in by the buffer: it is the same for every
+//! row, and a new column lays all rows out again). With `per = rows_per_chunk(w)`, row `i` is row
+//! `i % per` of chunk `i / per`; a row never straddles two chunks, so it is one slice. The first chunk
+//! (`head`) grows by doubling up to `per` rows, as a vector would, so that a series of a few rows costs
+//! one small allocation and no more; each later chunk is allocated at `per` rows and never grows.
+//!
+//! Why by hand rather than one vector: a vector grown by doubling copies every row once more on
+//! average, into pages never touched before, and holds twice the rows' bytes while it copies (see
+//! [`MEMTABLE_CHUNK_SLOTS`]).
+
+use crate::limits::MEMTABLE_CHUNK_SLOTS;
+
+use super::ALLOC_BYTES;
+
+/// Rows of `w` slots held by one chunk.
+pub(super) fn rows_per_chunk(w: usize) -> usize {
+    (MEMTABLE_CHUNK_SLOTS / w.max(1)).max(1)
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct Slots {
+    /// The first `per` rows.
+    head: Vec<u64>,
+    /// The chunks after the first, each of capacity `per * w` and full but the last; `None` (a
+    /// pointer, not a vector's three words, in every series' buffer) until the head is full.
+    #[allow(clippy::box_collection)] // boxed for that: one word in a million series' buffers
+    more: Option<Box<Vec<Vec<u64>>>>,
+}
+
+impl Slots {
+    /// Room for `rows` rows of `w` slots, up to a chunk's worth.
+    pub(super) fn with_rows(rows: usize, w: usize) -> Slots {
+        Slots { head: Vec::with_capacity(rows.min(rows_per_chunk(w)) * w), more: None }
+    }
+
+    /// Bytes allocated, as [`super::RowBuf::heap_bytes`] counts them (capacity plus a header per
+    /// allocation), for rows of `w` slots.
+    pub(super) fn heap_bytes(&self, w: usize) -> usize {
+        let bytes = |slots: usize| if slots == 0 { 0 } else { slots * 8 + ALLOC_BYTES };
+        let more = self.more.as_deref().map_or(0, |m| {
+            // Every later chunk is made at exactly `per * w` slots (`Vec::with_capacity` allocates
+            // exactly the capacity asked for) and never grows: counted without visiting them.
+            debug_assert!(m.iter().all(|c| c.capacity() == rows_per_chunk(w) * w));
+            std::mem::size_of::<Vec<Vec<u64>>>() + ALLOC_BYTES + m.capacity() * std::mem::size_of::<Vec<u64>>() + m.len() * bytes(rows_per_chunk(w) * w)
+        });
+        bytes(self.head.capacity()) + more
+    }
+
+    /// The chunk row `rows` (the next one, after `rows` rows) goes into, with room for its `w` slots,
+    /// made or grown as needed: push the row's slots onto it, in column order.
+    pub(super) fn room(&mut self, rows: usize, w: usize) -> &mut Vec<u64> {
+        let per = rows_per_chunk(w);
+        if rows < per {
+            debug_assert_eq!(self.head.len(), rows * w);
+            let h = &mut self.head;
+            if h.capacity() - h.len() < w {
+                let want = (h.capacity() * 2).max(h.len() + w).min(per * w);
+                h.reserve_exact(want - h.len());
+            }
+            return h;
+        }
+        let more = self.more.get_or_insert_with(Box::default);
+        if rows.is_multiple_of(per) {
+            debug_assert_eq!(more.len(), rows / per - 1);
+            more.push(Vec::with_capacity(per * w));
+        }
+        let c = more.last_mut().expect("a chunk was made for this row");
+        debug_assert_eq!(c.len(), (rows % per) * w);
+        c
+    }
+
+    /// Row `i`'s slots.
+    pub(super) fn row(&self, i: usize, w: usize) -> &[u64] {
+        let (c, r) = (i / rows_per_chunk(w), i % rows_per_chunk(w));
+        &self.chunk(c)[r * w..(r + 1) * w]
+    }
+
+    /// Row `i`'s slots, to set.
+    pub(super) fn row_mut(&mut self, i: usize, w: usize) -> &mut [u64] {
+        let (c, r) = (i / rows_per_chunk(w), i % rows_per_chunk(w));
+        let chunk = if c == 0 { &mut self.head } else { &mut self.more.as_mut().expect("a row in range")[c - 1] };
+        &mut chunk[r * w..(r + 1) * w]
+    }
+
+    fn chunk(&self, c: usize) -> &[u64] {
+        if c == 0 { &self.head } else { &self.more.as_ref().expect("a row in range")[c - 1] }
+    }
+
+    /// Rows `range`, in order, each a slice of `w` slots (`w > 0`).
+    pub(super) fn rows(&self, range: std::ops::Range<usize>, w: usize) -> impl Iterator<Item = &[u64]> {
+        assert!(w > 0, "rows of no slots are not iterated");
+        let per = rows_per_chunk(w);
+        let chunks = std::iter::once(&self.head).chain(self.more.iter().flat_map(|m| m.iter()));
+        chunks.enumerate().skip(range.start / per).take_while(move |(c, _)| c * per < range.end).flat_map(move |(c, chunk)| {
+            let lo = range.start.saturating_sub(c * per);
+            let hi = (range.end - c * per).min(per);
+            chunk[lo * w..hi * w].chunks_exact(w)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows pushed past several chunks read back the same one by one, by range (starting and ending
+    /// inside chunks and on their edges) and set in place; only the head ever grows, and the count of
+    /// bytes is the allocations' sizes.
+    #[test]
+    fn rows_across_chunks_read_back_as_pushed() {
+        for w in [1, 3, 10, MEMTABLE_CHUNK_SLOTS + 1] {
+            let per = rows_per_chunk(w);
+            let n = 3 * per + per / 2 + 1;
+            let mut s = Slots::default();
+            let value = |i: usize, k: usize| (i * 1000 + k) as u64;
+            for i in 0..n {
+                let c = s.room(i, w);
+                let cap = c.capacity();
+                for k in 0..w {
+                    c.push(value(i, k));
+                }
+                assert_eq!(c.capacity(), cap, "room made before the row's slots");
+            }
+            for i in 0..n {
+                assert_eq!(s.row(i, w), (0..w).map(|k| value(i, k)).collect::<Vec<_>>());
+            }
+            for range in [0..n, 0..0, 1..per, per - 1..per + 1, per..2 * per, per + 1..n - 1, n..n] {
+                let got: Vec<u64> = s.rows(range.clone(), w).flatten().copied().collect();
+                let want: Vec<u64> = range.flat_map(|i| (0..w).map(move |k| value(i, k))).collect();
+                assert_eq!(got, want, "w {w}");
+            }
+            s.row_mut(per, w)[w - 1] = 7;
+            assert_eq!(s.row(per, w)[w - 1], 7);
+            let chunks = 1 + s.more.as_ref().map_or(0, |m| m.len());
+            assert_eq!(chunks, n.div_ceil(per));
+            let more = s.more.as_ref().expect("several chunks");
+            let want = per * w * 8 + ALLOC_BYTES + more.len() * (per * w * 8 + ALLOC_BYTES) + 24 + ALLOC_BYTES + more.capacity() * 24;
+            assert_eq!(s.heap_bytes(w), want);
+        }
+    }
+
+    /// A series of a few rows is one allocation grown as a vector grows (a row's room, then twice it).
+    #[test]
+    fn a_few_rows_are_one_allocation_growing_by_doubling() {
+        let mut s = Slots::default();
+        assert_eq!(s.heap_bytes(10), 0);
+        s.room(0, 10).extend([0; 10]);
+        assert_eq!(s.head.capacity(), 10);
+        s.room(1, 10).extend([0; 10]);
+        s.room(2, 10).extend([0; 10]);
+        assert_eq!(s.head.capacity(), 40);
+        assert!(s.more.is_none());
+        assert_eq!(s.heap_bytes(10), 40 * 8 + ALLOC_BYTES);
+    }
+}
