@@ -194,11 +194,9 @@ impl RowBuf {
         self.extra.as_ref().is_some_and(|e| e.nulls.get(slot / 64).is_some_and(|w| w >> (slot % 64) & 1 == 1))
     }
 
-
     fn strings(&self) -> &[String] {
         self.extra.as_ref().map_or(&[], |e| &e.strings)
     }
-
 
     /// Adds column `col` after the existing ones: every row so far gets a null slot for it (the rows
     /// are laid out again, once per new column of the series). Returns the new schema's bytes.
@@ -216,7 +214,7 @@ impl RowBuf {
         let mut nulls = Vec::new();
         for i in 0..n {
             let row = slots.room(i, w + 1);
-            row.extend_from_slice(if w == 0 { &[] } else { self.slots.row(i, w) });
+            row.extend_from_slice(self.slots.row(i, w));
             row.push(0);
             for k in (0..w).filter(|k| self.is_null(i * w + k)).chain([w]) {
                 let s = i * (w + 1) + k;
@@ -307,6 +305,7 @@ impl RowBuf {
         debug_assert_eq!(self.schema, src.schema);
         let w = self.width();
         let n = self.ts.len();
+        let base = n * w;
         let row = self.slots.room(n, w);
         for k in 0..w {
             match pick(k).filter(|i| !src.is_null(i * w + k)) {
@@ -321,7 +320,7 @@ impl RowBuf {
                 }
                 None => {
                     row.push(0);
-                    set_null(&mut self.extra, n * w + k);
+                    set_null(&mut self.extra, base + k);
                 }
             }
         }

@@ -71,21 +71,23 @@ impl Slots {
         c
     }
 
-    /// Row `i`'s slots.
+    /// Row `i`'s slots (none when `w` is 0: rows of no columns have none, in no chunk).
     pub(super) fn row(&self, i: usize, w: usize) -> &[u64] {
-        let (c, r) = (i / rows_per_chunk(w), i % rows_per_chunk(w));
-        &self.chunk(c)[r * w..(r + 1) * w]
+        if w == 0 {
+            return &[];
+        }
+        let per = rows_per_chunk(w);
+        let (c, r) = (i / per, i % per);
+        let chunk = if c == 0 { &self.head } else { &self.more.as_ref().expect("a row in range")[c - 1] };
+        &chunk[r * w..(r + 1) * w]
     }
 
     /// Row `i`'s slots, to set.
     pub(super) fn row_mut(&mut self, i: usize, w: usize) -> &mut [u64] {
-        let (c, r) = (i / rows_per_chunk(w), i % rows_per_chunk(w));
+        let per = rows_per_chunk(w);
+        let (c, r) = (i / per, i % per);
         let chunk = if c == 0 { &mut self.head } else { &mut self.more.as_mut().expect("a row in range")[c - 1] };
         &mut chunk[r * w..(r + 1) * w]
-    }
-
-    fn chunk(&self, c: usize) -> &[u64] {
-        if c == 0 { &self.head } else { &self.more.as_ref().expect("a row in range")[c - 1] }
     }
 
     /// Rows `range`, in order, each a slice of `w` slots (`w > 0`).
