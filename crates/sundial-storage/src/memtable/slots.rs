@@ -56,7 +56,9 @@ impl Slots {
             debug_assert_eq!(self.head.len(), rows * w);
             let h = &mut self.head;
             if h.capacity() - h.len() < w {
-                let want = (h.capacity() * 2).max(h.len() + w).min(per * w);
+                // A vector's growth (twice, at least what is needed, at least 4 slots: `Vec::reserve`),
+                // so that narrow series allocate as they did before chunks; capped at a chunk.
+                let want = (h.capacity() * 2).max(h.len() + w).max(4).min(per * w);
                 h.reserve_exact(want - h.len());
             }
             return h;
@@ -143,9 +145,15 @@ mod tests {
         }
     }
 
-    /// A series of a few rows is one allocation grown as a vector grows (a row's room, then twice it).
+    /// A series of a few rows is one allocation grown as a vector grows (a row's room, then twice it;
+    /// never fewer than 4 slots).
     #[test]
     fn a_few_rows_are_one_allocation_growing_by_doubling() {
+        let mut narrow = Slots::default();
+        for (i, cap) in [4, 4, 8, 8, 16].into_iter().enumerate() {
+            narrow.room(i, 2).extend([0; 2]);
+            assert_eq!(narrow.head.capacity(), cap, "row {i}");
+        }
         let mut s = Slots::default();
         assert_eq!(s.heap_bytes(10), 0);
         s.room(0, 10).extend([0; 10]);
