@@ -2349,6 +2349,52 @@ mod tests {
         }
     }
 
+    /// A raw answer of more rows than `Ctx::raw` sorts by comparison (it radix-sorts them by time, the
+    /// series' chunks taken in series-key order): rows ordered by time, then by series key, as InfluxDB
+    /// orders them, with series in several chunks (rows flushed, rows in the memtable) and every time
+    /// shared by all series; grouped by a tag, each group ordered so too.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn large_raw_answers_order_rows_by_time_then_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Arc::new(Engine::open(EngineConfig::new(dir.path())).unwrap());
+        engine.create_database("db", 0, false).unwrap();
+        let (n_hosts, n_steps) = (70usize, 1_000i64);
+        // Hosts written in an order that is neither their ids' nor their keys'.
+        let hosts: Vec<String> = (0..n_hosts).rev().map(|i| format!("host_{}", (i * 37) % n_hosts)).collect();
+        for steps in [0..600, 600..n_steps] {
+            let mut points = Vec::new();
+            for (i, host) in hosts.iter().enumerate() {
+                for step in steps.clone() {
+                    let tags = vec![("host", host.as_str()), ("region", ["r0", "r1"][i % 2])];
+                    let fields = vec![("a", Value::Float(step as f64)), ("n", Value::Integer(i as i64))];
+                    points.push(WritePoint { line: 1, table: "m", key: None, known: None, tags: tags.into(), fields: fields.into(), ts: T0 + step * 10 * SEC });
+                }
+            }
+            engine.write("db", &points).unwrap();
+            engine.flush().unwrap();
+        }
+        let native = InfluxQl::new(Arc::new(QueryEngine::new(engine.clone())));
+        for (q, groups) in [("SELECT * FROM m", 1), ("SELECT * FROM m GROUP BY region", 2)] {
+            let a = native.execute(Some("db"), q, T0 + 86_400 * SEC).await.unwrap();
+            assert_eq!(a[0].series.len(), groups, "{q}");
+            let mut total = 0;
+            for s in &a[0].series {
+                let host = s.columns.iter().position(|c| c == "host").unwrap();
+                let rows = s.values.as_ref().unwrap().rows();
+                total += rows.len();
+                let keys: Vec<(i64, String)> = rows
+                    .iter()
+                    .map(|r| match (&r[0], &r[host]) {
+                        (Cell::Time(t), Cell::String(h)) => (*t, h.to_string()),
+                        other => panic!("{q}: row {other:?}"),
+                    })
+                    .collect();
+                assert!(keys.windows(2).all(|w| w[0] < w[1]), "{q}: rows out of (time, host) order");
+            }
+            assert_eq!(total, n_hosts * n_steps as usize, "{q}");
+        }
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn native_aggregates_answer_as_the_sql_path_does() {
         let dir = tempfile::tempdir().unwrap();
