@@ -444,7 +444,7 @@ impl<'a> Ctx<'a> {
         let width = 1 + field_cols.len();
 
         let group_at: Vec<Option<usize>> = self.group_tags.iter().map(|g| tags.iter().position(|t| t.as_str() == g)).collect();
-        // Chunks are series. Grouped by sorting their indexes by group key, compared in place (a missing
+        // Chunks are series, or runs of one (`native::full_rows`). Grouped by sorting their indexes by group key, compared in place (a missing
         // or null tag is '', see `group_of`): no key is built per chunk, only one per group. The
         // sort is stable, so a group's chunks stay in chunk order.
         let key_of = |c: u32| group_of(&chunks[c as usize].tags, &group_at);
