@@ -69,17 +69,20 @@ async fn query(state: Arc<AppState>, p: HashMap<String, String>) -> Response {
     };
     let results = Arc::new(results);
     let mut parts = render_parts(&results, epoch).await;
-    // A large answer (4,000 series: TSBS's lastpoint took about as long to free as to render before it
-    // was a table, a 4,000-host rollup's still does) is freed on a blocking thread, after the response
-    // is made, not before it is sent. Not by
-    // row count: high-cpu-all's 1.6 M rows at 4,000 hosts freed there made the query slower (2.0 →
-    // 2.5 s), the next query's allocations waiting on the free's. A smaller one of many series (100
-    // hosts' lastpoint: 8 % of its server CPU) is freed by a task of the runtime, which runs once this
-    // one has handed the response over, here or on the other thread, instead of before it is sent.
-    match results.iter().map(series_count).sum::<usize>() {
-        0..=FREE_IN_PLACE_SERIES_MAX => drop(results),
-        FREE_ON_BLOCKING_THREAD_SERIES_MIN.. => drop(tokio::task::spawn_blocking(move || drop(results))),
-        _ => drop(tokio::spawn(async move { drop(results) })),
+    // A large answer is freed on a blocking thread, after the response is made, not before it is sent:
+    // one of many series (4,000: TSBS's lastpoint took about as long to free as to render before it was
+    // a table, a 4,000-host rollup's still does) or of many cells ([`FREE_ON_BLOCKING_THREAD_CELLS_MIN`]).
+    // A smaller one of many series (100 hosts' lastpoint: 8 % of its server CPU) is freed by a task of
+    // the runtime, which runs once this one has handed the response over, here or on the other thread,
+    // instead of before it is sent.
+    let series = results.iter().map(series_count).sum::<usize>();
+    let cells = results.iter().map(statement_cells).sum::<usize>();
+    if series >= FREE_ON_BLOCKING_THREAD_SERIES_MIN || cells >= FREE_ON_BLOCKING_THREAD_CELLS_MIN {
+        drop(tokio::task::spawn_blocking(move || drop(results)));
+    } else if series <= FREE_IN_PLACE_SERIES_MAX {
+        drop(results);
+    } else {
+        drop(tokio::spawn(async move { drop(results) }));
     }
     if p.get("pretty").is_some_and(|v| v == "true") {
         let body = parts.concat();
@@ -109,6 +112,15 @@ const FREE_IN_PLACE_SERIES_MAX: usize = 16;
 /// Answers of at least this many series are freed on a blocking thread (4,000 hosts' lastpoint: about as
 /// long to free as to render); between the two bounds, by a task of the runtime.
 const FREE_ON_BLOCKING_THREAD_SERIES_MIN: usize = 1025;
+
+/// Answers of at least this many cells (rows × columns) are freed on a blocking thread whatever their
+/// series, while the response is sent: TSBS's high-cpu-all at 4,000 hosts is one series of 1.4 M rows of
+/// 21 columns, each of its stored cells looked at as it is freed (42 ms before it was sent, on the
+/// thread that sends it). Freed there with mimalloc, its queries' median fell 736–838 → 676–702 ms
+/// (`bench/results/2026-11-29-xeon-runchunks/qab-high-cpu-all-free.txt`). With glibc's allocator
+/// (2026-11-24) the same move had made them slower (2.0 → 2.5 s), the next query's allocations waiting
+/// on the free's.
+const FREE_ON_BLOCKING_THREAD_CELLS_MIN: usize = 1_000_000;
 
 /// Nanoseconds per unit of an `epoch` parameter.
 fn epoch_divisor(e: &str) -> Option<i64> {
@@ -167,10 +179,7 @@ pub fn render(results: &[StatementResult], epoch: Option<i64>) -> String {
 /// a statement of enough cells (the read before already ran on both cores). Not while other statements
 /// are answered: they keep the other core busy.
 fn parallel_split(r: &StatementResult) -> Option<(usize, usize)> {
-    let cells: usize = match &r.table {
-        Some(t) => t.len() * t.columns.len(),
-        None => r.series.iter().map(|s| s.values.as_ref().map_or(0, |v| v.len() * s.columns.len())).sum(),
-    };
+    let cells = statement_cells(r);
     let n = series_count(r);
     (cells >= PARALLEL_WRITE_CELLS_MIN && n >= 2 && sundial_query::busy::alone()).then(|| (n / 2, statement_bytes(r) / 2))
 }
@@ -182,6 +191,14 @@ fn statement_bytes(r: &StatementResult) -> usize {
     let series_bytes = |columns: usize, rows: usize| 64 + 16 * columns + rows * JSON_BYTES_PER_CELL * columns;
     let listed: usize = r.series.iter().map(|s| series_bytes(s.columns.len(), s.values.as_ref().map_or(0, |v| v.len()))).sum();
     listed + r.table.as_ref().map_or(0, |t| t.len() * series_bytes(t.columns.len(), 1))
+}
+
+/// The cells of a statement's answer (rows × columns).
+fn statement_cells(r: &StatementResult) -> usize {
+    match &r.table {
+        Some(t) => t.len() * t.columns.len(),
+        None => r.series.iter().map(|s| s.values.as_ref().map_or(0, |v| v.len() * s.columns.len())).sum(),
+    }
 }
 
 /// A statement's series: in its list, or rows of its table.
