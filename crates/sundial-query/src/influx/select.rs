@@ -444,9 +444,9 @@ impl<'a> Ctx<'a> {
         let width = 1 + field_cols.len();
 
         let group_at: Vec<Option<usize>> = self.group_tags.iter().map(|g| tags.iter().position(|t| t.as_str() == g)).collect();
-        // Chunks are series, or runs of one (`native::full_rows`). Grouped by sorting their indexes by group key, compared in place (a missing
-        // or null tag is '', see `group_of`): no key is built per chunk, only one per group. The
-        // sort is stable, so a group's chunks stay in chunk order.
+        // Chunks are series, or runs of one (`native::full_rows`). Grouped by sorting their indexes by
+        // group key, compared in place (a missing or null tag is '', see `group_of`): no key is built per
+        // chunk, only one per group. The sort is stable, so a group's chunks stay in chunk order.
         let key_of = |c: u32| group_of(&chunks[c as usize].tags, &group_at);
         let mut by_group: Vec<u32> = (0..chunks.len() as u32).collect();
         if let [one] = group_at[..] {
@@ -1547,7 +1547,7 @@ fn sort_by_time_radix(rows: &mut Vec<(i64, u32, u32)>, scratch: &mut Vec<(i64, u
     let mut counts = vec![0usize; 1 << RADIX_BITS];
     while shift < top {
         let digit = |r: &(i64, u32, u32)| ((offset(r) >> shift) & mask) as usize;
-        counts.iter_mut().for_each(|c| *c = 0);
+        counts.fill(0);
         for r in rows.iter() {
             counts[digit(r)] += 1;
         }
