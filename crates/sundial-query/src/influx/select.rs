@@ -1522,7 +1522,8 @@ fn field_arg(arg: Option<&Expr>, info: &TableInfo, func: &str) -> Result<Option<
 
 /// Groups of at least this many rows are sorted by [`sort_by_time_radix`]: TSBS's high-cpu-all at 4,000
 /// hosts sorts 1.6 M rows of 10,000 chunks by (time, series), a seventh of its CPU and all on one thread
-/// with a comparison sort. Below it, a comparison sort is as quick. Chosen, not measured.
+/// with a comparison sort. Smaller groups keep the comparison sort they had; the bound is chosen, not
+/// measured.
 const RADIX_SORT_ROWS_MIN: usize = 65_536;
 
 /// Bits of a time sorted per pass of [`sort_by_time_radix`]: 4,096 counters, 32 KiB, stay in L1.
