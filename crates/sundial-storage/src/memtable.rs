@@ -41,7 +41,9 @@ use crate::limits;
 use crate::rows::SeriesRows;
 use crate::types::{Column, ColumnValues, FieldType, Value};
 
+mod positions;
 mod slots;
+use positions::Positions;
 use slots::Slots;
 
 /// Rows of one series, row-major: timestamps, and per row one 8-byte slot for each column any row of
@@ -694,8 +696,8 @@ pub fn merge_staged(in_order: SeriesRows, staged: SeriesRows, cols: &[(ColId, Fi
 /// `bench/cardinality`).
 pub const SERIES_OVERHEAD_BYTES: usize = 2 * (std::mem::size_of::<(SeriesId, SeriesBuf)>() + std::mem::size_of::<(SeriesId, u32)>());
 
-/// A memtable's series: their buffers in a vector, in the order each was first written, and a map from
-/// series id to position in it.
+/// A memtable's series: their buffers in a vector, in the order each was first written, and each series
+/// id's position in it ([`Positions`]: a vector by id while the ids are dense, else a map).
 ///
 /// Why not the buffers in the map itself (as before): the flush visits every series in id order, and a
 /// table's new series get ascending ids as they are first written, so in the vector that visit is a walk
@@ -710,7 +712,7 @@ pub const SERIES_OVERHEAD_BYTES: usize = 2 * (std::mem::size_of::<(SeriesId, Ser
 /// hosts (TSBS scenario 3: a request's 10,000 rows are 10,000 hosts).
 #[derive(Debug, Default)]
 pub struct SeriesMap {
-    pos: HashMap<SeriesId, u32>,
+    pos: Positions,
     bufs: Vec<(SeriesId, SeriesBuf)>,
     /// The position after the buffer last written to, a guess checked against the series id there.
     next: usize,
@@ -728,7 +730,7 @@ pub struct SeriesCursor<'a> {
 
 impl<'a> SeriesCursor<'a> {
     pub fn get(&mut self, series: SeriesId) -> Option<&'a SeriesBuf> {
-        let i = if self.map.holds_at(self.next, series) { self.next } else { *self.map.pos.get(&series)? as usize };
+        let i = if self.map.holds_at(self.next, series) { self.next } else { self.map.pos.get(series)? as usize };
         self.next = i + 1;
         Some(&self.map.bufs[i].1)
     }
@@ -736,7 +738,7 @@ impl<'a> SeriesCursor<'a> {
 
 impl SeriesMap {
     fn with_capacity(n: usize) -> SeriesMap {
-        SeriesMap { pos: HashMap::with_capacity_and_hasher(n, Default::default()), bufs: Vec::with_capacity(n), next: 0 }
+        SeriesMap { pos: Positions::with_capacity(n), bufs: Vec::with_capacity(n), next: 0 }
     }
 
     pub fn len(&self) -> usize {
@@ -748,7 +750,7 @@ impl SeriesMap {
     }
 
     pub fn get(&self, series: &SeriesId) -> Option<&SeriesBuf> {
-        self.pos.get(series).map(|&i| &self.bufs[i as usize].1)
+        self.pos.get(*series).map(|i| &self.bufs[i as usize].1)
     }
 
     /// Whether `series`' buffer is at position `i` of the vector (a guess, checked). Each series is in
@@ -764,11 +766,11 @@ impl SeriesMap {
     }
 
     fn get_mut(&mut self, series: &SeriesId) -> Option<&mut SeriesBuf> {
-        self.pos.get(series).map(|&i| &mut self.bufs[i as usize].1)
+        self.pos.get(*series).map(|i| &mut self.bufs[i as usize].1)
     }
 
     pub fn contains_key(&self, series: &SeriesId) -> bool {
-        self.pos.contains_key(series)
+        self.pos.get(*series).is_some()
     }
 
     /// Every series with its buffer, in the order each was first written (not sorted by id).
@@ -793,11 +795,11 @@ impl SeriesMap {
         let i = if self.holds_at(self.next, series) {
             self.next
         } else {
-            match self.pos.entry(series) {
-                Entry::Occupied(e) => *e.get() as usize,
-                Entry::Vacant(e) => {
+            match self.pos.get(series) {
+                Some(i) => i as usize,
+                None => {
                     let i = self.bufs.len();
-                    e.insert(u32::try_from(i).expect("fewer than 2^32 series in one memtable"));
+                    self.pos.insert(series, u32::try_from(i).ok().filter(|i| *i < u32::MAX).expect("fewer than 2^32 − 1 series in one memtable"));
                     self.bufs.push((series, make()));
                     i
                 }
@@ -816,8 +818,10 @@ impl SeriesMap {
     /// Keeps the series whose buffer `keep` accepts, in their order; the map is made again.
     fn retain(&mut self, mut keep: impl FnMut(&SeriesBuf) -> bool) {
         self.bufs.retain(|(_, b)| keep(b));
-        self.pos.clear();
-        self.pos.extend(self.bufs.iter().enumerate().map(|(i, (s, _))| (*s, i as u32)));
+        self.pos = Positions::with_capacity(self.bufs.len());
+        for (i, (s, _)) in self.bufs.iter().enumerate() {
+            self.pos.insert(*s, i as u32);
+        }
     }
 }
 
