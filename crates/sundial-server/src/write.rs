@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use sundial_lp::{FieldValue, Fields, LineHead, Tags};
-use sundial_storage::engine::{KnownKey, WriteOutcome, WritePoint};
+use sundial_storage::engine::{KeyCache, KnownKey, WriteOutcome, WritePoint};
 use sundial_storage::types::Value;
 
 use crate::AppState;
@@ -227,7 +227,10 @@ fn write_lines_with(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i6
         }
         WriteOutcome::default()
     } else {
-        match state.engine.write(db, &points) {
+        // With `elide`, the parser asked the engine's cache of series keys for the lines' keys (those
+        // it knew are `known`), or the advisor found that it rarely knows them: not asked again.
+        let cache = if elide { KeyCache::Skip } else { KeyCache::Probe };
+        match state.engine.write_with(db, &points, cache) {
             Ok(o) => o,
             Err(sundial_storage::Error::TagsNeeded { .. }) if elide => return Err(Needed),
             Err(e) => return Ok(storage_error(&e)),

@@ -305,6 +305,20 @@ pub struct WritePoint<'a> {
     pub ts: i64,
 }
 
+/// Whether a write looks its rows' keys ([`WritePoint::key`]) up in the engine's cache of series keys
+/// before the catalog ([`Engine::write_with`]). Keys new to the cache are added to it either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyCache {
+    Probe,
+    /// Straight to the catalog: the caller asked the cache ([`KeyProbe::get`]) for these keys just
+    /// before, and those it knew are [`WritePoint::known`], or it found that the cache rarely knows its
+    /// keys. Every row a new series (TSBS's 10 M hosts), each probe was a cache miss at a random place
+    /// of the table for nothing, two per row (4 % of the server's CPU); the insert's own probe still
+    /// takes one, so the write path's CPU fell by about 2 % (five alternating loads,
+    /// `bench/results/2026-11-29-xeon-densepos/ab-s5-keyskip.txt`).
+    Skip,
+}
+
 /// What the engine's cache of series keys named for a key text, from [`KeyProbe::get`]: for
 /// [`WritePoint::known`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -362,6 +376,8 @@ pub struct Frozen {
 struct Prelookup {
     db: DbId,
     rows: Vec<(Option<series_keys::KeyHash>, Option<(TableId, SeriesId)>)>,
+    /// The write's [`KeyCache`].
+    cache: KeyCache,
 }
 
 #[derive(Default)]
@@ -663,8 +679,14 @@ impl Engine {
     /// Writes rows to database `db`. Lines that conflict with the schema are rejected one by one; the
     /// others are applied and durable (under the sync policy) when this returns.
     pub fn write(&self, db: &str, points: &[WritePoint<'_>]) -> Result<WriteOutcome> {
+        self.write_with(db, points, KeyCache::Probe)
+    }
+
+    /// [`Engine::write`], the rows' keys looked up in the cache of series keys first or not as `cache`
+    /// says.
+    pub fn write_with(&self, db: &str, points: &[WritePoint<'_>], cache: KeyCache) -> Result<WriteOutcome> {
         self.inner.check_poisoned()?;
-        let pre = self.inner.prelookup(db, points);
+        let pre = self.inner.prelookup(db, points, cache);
         let w = self.inner.write_lock.lock();
         self.inner.stall_if_behind()?;
         let (batch, rejected) = self.inner.resolve(db, points, pre.as_ref())?;
@@ -1180,7 +1202,7 @@ impl Inner {
     /// comparing the key again: at 100 hosts nearly every row of a TSBS body, and a key is ~150 bytes.
     /// Keys at rising addresses (each line's own, in body order) are kept in `firsts`; only a key at an
     /// address not above the last one's is searched for there, so a body without repeats pays a push.
-    fn prelookup(&self, db: &str, points: &[WritePoint<'_>]) -> Option<Prelookup> {
+    fn prelookup(&self, db: &str, points: &[WritePoint<'_>], cache: KeyCache) -> Option<Prelookup> {
         let mut cat = self.catalog.read();
         let db_id = cat.db(db)?.id;
         let mut keys = self.series_keys.read();
@@ -1212,7 +1234,11 @@ impl Inner {
                     }
                 }
             }
-            let (h, mut seen) = match p.key.map(|key| keys.find_near(prev, db_id, key)) {
+            let found = p.key.map(|key| match cache {
+                KeyCache::Probe => keys.find_near(prev, db_id, key),
+                KeyCache::Skip => Err(keys.hash(db_id, key)),
+            });
+            let (h, mut seen) = match found {
                 None => (None, None),
                 Some(Ok(f)) => {
                     prev = Some(f.at);
@@ -1234,7 +1260,7 @@ impl Inner {
             rows.push((h, seen));
         }
         rows.resize(points.len(), (None, None));
-        Some(Prelookup { db: db_id, rows })
+        Some(Prelookup { db: db_id, rows, cache })
     }
 
     /// Resolves names to ids, creating catalog entries as needed; returns the batch and rejected lines.
@@ -1308,7 +1334,7 @@ impl Inner {
                     let h = h.expect("a keyed point's hash");
                     let found = found
                         .or_else(|| if new_keys.is_empty() { None } else { new_key(&new_keys, &new_key_at, h, key) })
-                        .or_else(|| if inserted { keys.read().get(h, db_id, key) } else { None });
+                        .or_else(|| if inserted && c.cache == KeyCache::Probe { keys.read().get(h, db_id, key) } else { None });
                     (Some((key, h)), found)
                 }
                 (Some(key), None, None) => {

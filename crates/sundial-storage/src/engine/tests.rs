@@ -479,11 +479,43 @@ fn a_key_at_an_earlier_rows_address_is_that_rows_series_only_at_its_length() {
     let want = [want, vec![row("ab", 10, 1), row("ab", 11, 3), row("ab", 20, 1), row("ab", 21, 3)]].concat();
     assert_eq!(read_all(&e, "db"), want);
     let db = e.catalog().db("db").unwrap().id;
-    let pre = e.inner.prelookup("db", &rows(30)).unwrap();
+    let pre = e.inner.prelookup("db", &rows(30), KeyCache::Probe).unwrap();
     let series: Vec<_> = pre.rows.iter().map(|(_, s)| s.map(|(_, s)| s)).collect();
     assert_eq!(series, [Some(0), Some(1), Some(0), Some(1)]);
     let k = e.inner.series_keys.read();
     assert_eq!(pre.rows.iter().map(|(h, _)| *h).collect::<Vec<_>>(), [long, short, long, short].map(|key| Some(k.hash(db, key))));
+    drop(k);
+    // Without the cache, found in the catalog: the same series and hashes.
+    assert_eq!(e.inner.prelookup("db", &rows(30), KeyCache::Skip).unwrap().rows, pre.rows);
+}
+
+/// A write that does not look its keys up in the cache of series keys first ([`KeyCache::Skip`]) finds
+/// and makes the series a write that does would (new series, a series made earlier in the same write,
+/// series of earlier writes), and adds its new keys to the cache: a later probe knows them.
+#[test]
+fn writes_skipping_the_key_cache_find_the_same_series_and_fill_it() {
+    let keys: Vec<String> = (0..60).map(|i| format!("cpu,host=h{i}")).collect();
+    let hosts: Vec<String> = (0..60).map(|i| format!("h{i}")).collect();
+    // Hosts 0..40 in the first write (each twice), 20..60 in the second: some known, some new.
+    let write = |first: usize, ts: i64| -> Vec<WritePoint<'_>> {
+        (0..80).map(|i| keyed(&keys[first + i % 40], &hosts[first + i % 40], ts + (i / 40) as i64, i as i64)).collect()
+    };
+    let mut answers = Vec::new();
+    for cache in [KeyCache::Probe, KeyCache::Skip] {
+        let dir = tempfile::tempdir().unwrap();
+        let e = Engine::open(config(dir.path())).unwrap();
+        e.create_database("db", 0, false).unwrap();
+        e.write_with("db", &write(0, 10), cache).unwrap();
+        e.write_with("db", &write(20, 20), cache).unwrap();
+        let probe = e.key_probe("db").unwrap();
+        assert!(keys.iter().all(|k| probe.get(k).is_some()), "{cache:?}: every key in the cache after the writes");
+        let t = e.catalog().db("db").unwrap().table("cpu").unwrap().id;
+        let series = |k: &str| probe.get(k).map(|known| (known.table, known.series));
+        assert!(keys.iter().all(|k| series(k).is_some_and(|(table, _)| table == t)));
+        answers.push((read_all(&e, "db"), keys.iter().map(|k| series(k)).collect::<Vec<_>>()));
+    }
+    assert_eq!(answers[0].0.len(), 160);
+    assert_eq!(answers[0], answers[1]);
 }
 
 /// A write's series found before it takes `write_lock` (`Inner::prelookup`: in the cache of series keys,
@@ -507,7 +539,7 @@ fn prelooked_series_of_a_table_dropped_since_are_not_used() {
     let a = |ts, v| row(Some("cpu,host=a"), "a", ts, v);
     e.write("db", &[a(1, 1), row(None, "b", 1, 2), row(None, "c", 1, 3)]).unwrap();
     let points = [a(2, 10), row(None, "b", 2, 20), row(None, "c", 2, 30), a(3, 11)];
-    let pre = e.inner.prelookup("db", &points).unwrap();
+    let pre = e.inner.prelookup("db", &points, KeyCache::Probe).unwrap();
     let old = e.catalog().db("db").unwrap().table("cpu").unwrap().id;
     let seen: Vec<_> = pre.rows.iter().map(|r| r.1).collect();
     assert_eq!(seen, [Some((old, 0)), Some((old, 1)), Some((old, 2)), Some((old, 0))]);
