@@ -187,6 +187,20 @@ def test_debug_vars_reports_compaction_idle_only_once_waiting_partitions_are_mer
     assert s.rows("SELECT count(*) AS n FROM cpu", "db") == [{"n": 200}]
 
 
+def test_debug_vars_counts_writes_and_what_they_waited_for(server):
+    """/debug/vars counts the writes that reached the memtable (a refused body is not one) and the seconds
+    they waited: for another write's turn, for the flush when it was behind, for the WAL's fsync."""
+    w = debug_vars(server)["writes"]
+    assert w == {"count": 0, "lock_seconds": 0.0, "stalled": 0, "stall_seconds": 0.0, "durable_seconds": 0.0}
+    assert server.sql("CREATE DATABASE db").status_code == 200
+    for k in range(3):
+        assert server.write("db", f"cpu,host=a v={k}i {k}").status_code == 204
+    assert server.write("db", "cpu,host=a v=").status_code == 400
+    w = debug_vars(server)["writes"]
+    assert w["count"] == 3 and w["stalled"] == 0, w
+    assert w["durable_seconds"] > 0 and w["lock_seconds"] >= 0 and w["stall_seconds"] == 0, w
+
+
 def test_many_series_read_back_through_a_small_block_index_cache_after_restart(make_server):
     """Series catalog and segment block indexes after a restart: every series is found by its tags, reads
     go through a block-index cache far smaller than the indexes (so groups are evicted and decoded again),

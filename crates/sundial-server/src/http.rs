@@ -51,7 +51,8 @@ async fn health() -> Response {
 
 /// Memory held by the parts that grow with the data, as InfluxDB's `/debug/vars` does for its own:
 /// the memtables, the series catalog and the block-index cache (issue 5's bounded-memory figures), plus
-/// whether compaction is busy or behind (`bench/compare` waits for it before measuring the settled state).
+/// whether compaction is busy or behind (`bench/compare` waits for it before measuring the settled state),
+/// and what writes waited for (another write's turn, the flush when it was behind, the WAL's fsync).
 async fn debug_vars(State(state): State<Arc<AppState>>) -> Response {
     let (memtable_rows, memtable_bytes) = state.engine.memtable_usage();
     let (series, catalog_series_bytes) = {
@@ -62,6 +63,7 @@ async fn debug_vars(State(state): State<Arc<AppState>>) -> Response {
     let c = state.engine.block_index_cache_stats();
     let compaction = state.engine.compaction_status();
     let (last_values_tables, last_values_bytes) = sundial_storage::last_values::stats();
+    let w = state.engine.write_waits();
     axum::Json(json!({
         "sundial": {
             "memtable_rows": memtable_rows,
@@ -76,6 +78,10 @@ async fn debug_vars(State(state): State<Arc<AppState>>) -> Response {
             "compaction": {
                 "running": compaction.running, "pending": compaction.pending,
                 "write_cold_later": compaction.write_cold_later,
+            },
+            "writes": {
+                "count": w.writes, "lock_seconds": w.lock_secs, "stalled": w.stalled_writes,
+                "stall_seconds": w.stall_secs, "durable_seconds": w.durable_secs,
             },
         }
     }))

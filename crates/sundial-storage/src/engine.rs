@@ -305,6 +305,35 @@ pub struct WritePoint<'a> {
     pub ts: i64,
 }
 
+/// What writes have waited for ([`Engine::write_waits`]), summed over writes since the engine opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WriteWaits {
+    /// Writes that reached the memtable (and, under the sync policy, the disk).
+    pub writes: u64,
+    /// Waiting for another write's resolve (`write_lock`) and for the writes resolved before it to
+    /// take their turn at the WAL and the memtable.
+    pub lock_secs: f64,
+    /// Writes held back because the flush was behind (backpressure), and for how long in all.
+    pub stalled_writes: u64,
+    pub stall_secs: f64,
+    /// Waiting for the WAL to be durable (the fsync of the sync policy) after the memtable was applied.
+    pub durable_secs: f64,
+}
+
+/// [`WriteWaits`] as the writes add to it.
+#[derive(Debug, Default)]
+struct WaitCounters {
+    writes: AtomicU64,
+    lock_nanos: AtomicU64,
+    stalled_writes: AtomicU64,
+    stall_nanos: AtomicU64,
+    durable_nanos: AtomicU64,
+}
+
+fn nanos_since(t: Instant) -> u64 {
+    u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
 /// Whether a write looks its rows' keys ([`WritePoint::key`]) up in the engine's cache of series keys
 /// before the catalog ([`Engine::write_with`]). Keys new to the cache are added to it either way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -408,6 +437,8 @@ struct Inner {
     write_lock: Mutex<()>,
     /// The order of writes between `write_lock` and their WAL append and memtable apply.
     turns: turns::Turns,
+    /// What writes waited for ([`Engine::write_waits`]).
+    waits: WaitCounters,
     /// Series keys as clients wrote them → their series: read before `write_lock` (a write's lookups,
     /// [`Inner::prelookup`]), written inside it (the resolve's inserts).
     series_keys: RwLock<series_keys::SeriesKeys>,
@@ -551,6 +582,7 @@ impl Engine {
             wal,
             write_lock: Mutex::new(()),
             turns: turns::Turns::default(),
+            waits: WaitCounters::default(),
             series_keys: RwLock::new(series_keys::SeriesKeys::new()),
             mem: RwLock::new(mem),
             segments: RwLock::new(segments),
@@ -687,7 +719,10 @@ impl Engine {
     pub fn write_with(&self, db: &str, points: &[WritePoint<'_>], cache: KeyCache) -> Result<WriteOutcome> {
         self.inner.check_poisoned()?;
         let pre = self.inner.prelookup(db, points, cache);
+        let waits = &self.inner.waits;
+        let t = Instant::now();
         let w = self.inner.write_lock.lock();
+        waits.lock_nanos.fetch_add(nanos_since(t), Ordering::Relaxed);
         self.inner.stall_if_behind()?;
         let (batch, rejected) = self.inner.resolve(db, points, pre.as_ref())?;
         if batch.rows.is_empty() && batch.entries.is_empty() {
@@ -697,7 +732,9 @@ impl Engine {
         drop(w);
         let mut payload = Vec::with_capacity(batch.encoded_len_hint());
         batch.encode(&mut payload);
+        let t = Instant::now();
         let turn = ticket.wait();
+        waits.lock_nanos.fetch_add(nanos_since(t), Ordering::Relaxed);
         let seq = self.inner.wal.append(&payload).inspect_err(|e| self.inner.poison(e))?;
         let rows_written = batch.rows.len();
         let full = {
@@ -712,8 +749,25 @@ impl Engine {
             self.inner.freeze(Quiet::Turn(&turn))?;
         }
         drop(turn);
+        let t = Instant::now();
         self.inner.wal.wait(seq).inspect_err(|e| self.inner.poison(e))?;
+        waits.durable_nanos.fetch_add(nanos_since(t), Ordering::Relaxed);
+        waits.writes.fetch_add(1, Ordering::Relaxed);
         Ok(WriteOutcome { rows_written, rejected })
+    }
+
+    /// What writes have waited for since the engine opened: a write-heavy load that leaves the cores
+    /// idle is waiting on one of these.
+    pub fn write_waits(&self) -> WriteWaits {
+        let w = &self.inner.waits;
+        let secs = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64 / 1e9;
+        WriteWaits {
+            writes: w.writes.load(Ordering::Relaxed),
+            lock_secs: secs(&w.lock_nanos),
+            stalled_writes: w.stalled_writes.load(Ordering::Relaxed),
+            stall_secs: secs(&w.stall_nanos),
+            durable_secs: secs(&w.durable_nanos),
+        }
     }
 
     /// Flushes everything written so far into segment files and waits for it.
@@ -1411,7 +1465,20 @@ impl Inner {
     /// Waits while too many memtables, or too many memtable bytes, are waiting for flush
     /// (backpressure); refuses after the timeout.
     fn stall_if_behind(&self) -> Result<()> {
-        let deadline = Instant::now() + self.config.write_stall_timeout;
+        let start = Instant::now();
+        let stalled = self.stall_loop(start);
+        // An error comes only after waiting (the deadline passed, or the engine failed meanwhile).
+        if stalled.as_ref().is_ok_and(|w| *w) || stalled.is_err() {
+            self.waits.stalled_writes.fetch_add(1, Ordering::Relaxed);
+            self.waits.stall_nanos.fetch_add(nanos_since(start), Ordering::Relaxed);
+        }
+        stalled.map(|_| ())
+    }
+
+    /// [`Inner::stall_if_behind`]: `Ok(true)` when it had to wait.
+    fn stall_loop(&self, start: Instant) -> Result<bool> {
+        let deadline = start + self.config.write_stall_timeout;
+        let mut waited = false;
         let reject_bytes = self.config.memory_bytes_reject.unwrap_or(self.config.memtable_bytes_max.saturating_mul(2));
         loop {
             let (frozen, bytes) = {
@@ -1419,8 +1486,9 @@ impl Inner {
                 (mem.frozen.len(), mem.active.bytes + mem.frozen.iter().map(|f| f.memtable.bytes).sum::<usize>())
             };
             if frozen < self.config.frozen_max && bytes < reject_bytes {
-                return Ok(());
+                return Ok(waited);
             }
+            waited = true;
             self.check_poisoned()?;
             let mut g = self.flush_mx.lock();
             if Instant::now() >= deadline {

@@ -156,7 +156,7 @@ pub mod tombstone;
 pub mod types;
 pub mod wal;
 
-pub use engine::{Clock, CompactionReport, CompactionStatus, Engine, EngineConfig, KeyCache, KeyProbe, KnownKey};
+pub use engine::{Clock, CompactionReport, CompactionStatus, Engine, EngineConfig, KeyCache, KeyProbe, KnownKey, WriteWaits};
 
 /// The hash maps of the write path (catalog names, tag values, memtables). foldhash is several times
 /// faster than std's SipHash on short keys, and its per-process random seed keeps tag values sent by a

@@ -869,3 +869,33 @@ fn concurrent_writes_read_the_same_before_and_after_replay() {
         assert_eq!(read_all(&e, "db"), live, "round {round}, after flush");
     }
 }
+
+/// [`Engine::write_waits`] counts the writes, the time they waited for the WAL's fsync, and a write held
+/// back because the flush was behind (here: paused, with one frozen memtable allowed), for as long as it
+/// was held, refused or not.
+#[test]
+fn write_waits_count_writes_and_the_time_stalled_behind_the_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.memtable_bytes_max = 1;
+    c.frozen_max = 1;
+    c.write_stall_timeout = Duration::from_millis(300);
+    c.memory_bytes_reject = Some(1 << 30);
+    let e = Engine::open(c).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    assert_eq!(e.write_waits(), WriteWaits::default());
+    e.pause_flushes(true);
+    // Frozen by its own size: one memtable waits for the flush, the most allowed.
+    e.write("db", &[point("cpu", "a", 1, 1)]).unwrap();
+    let w = e.write_waits();
+    assert_eq!((w.writes, w.stalled_writes), (1, 0));
+    assert!(w.durable_secs > 0.0, "{w:?}");
+    let refused = e.write("db", &[point("cpu", "a", 2, 2)]);
+    assert!(matches!(refused, Err(Error::Overloaded { .. })), "{refused:?}");
+    let w = e.write_waits();
+    assert_eq!((w.writes, w.stalled_writes), (1, 1));
+    assert!(w.stall_secs >= 0.3, "{w:?}");
+    e.pause_flushes(false);
+    e.write("db", &[point("cpu", "a", 2, 2)]).unwrap();
+    assert_eq!(e.write_waits().writes, 2);
+}
