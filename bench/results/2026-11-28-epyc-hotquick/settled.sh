@@ -8,6 +8,7 @@
 # that text (with $PORT set) once settled, before the server stops: ../2026-11-28-epyc-few/NOTES.md times
 # the first queries after a load that way. Minor faults (pages first touched, or touched again after
 # being given back) are a count the machine's speed does not move, where CPU seconds do by ±30 %.
+# THREADS=1 adds each kind of server thread's CPU at the count; SETTLE=0 stops there (../2026-11-29-xeon-densepos).
 BIN=$1; F=$2; shift 2
 . "$(dirname "$0")/../2026-11-23-vm/serve.sh"
 PORT=18766
@@ -20,14 +21,21 @@ ROWS=$(wc -l < $F)
 wait_for_rows $PORT $ROWS
 T2=$(date +%s.%N)
 [ -n "$PERF" ] && { kill -INT $PP; wait $PP; }
+# THREADS=1: each kind of server thread's CPU seconds at this point (bench/results/2026-11-29-xeon-densepos).
+if [ -n "$THREADS" ]; then
+  for t in /proc/$SP/task/*; do awk -v n="$(cat $t/comm)" '{print n, ($14+$15)/100}' $t/stat; done |
+    awk '{a[$1]+=$2} END {for (k in a) printf "%s=%.2f ", k, a[k]; print ""}'
+fi
 echo "committed $(echo "$T2 - $T0" | bc) s = $(echo "$ROWS/($T2-$T0)" | bc) rows/s, server cpu $(cpu) s, $(grep VmHWM /proc/$SP/status | tr -s ' '), minor faults $(awk '{print $10}' /proc/$SP/stat)"
 idle=0
+# SETTLE=0: stop at the count, without waiting for the data to settle.
+[ "${SETTLE:-1}" = 0 ] && idle=3
 while [ $idle -lt 3 ]; do
   sleep 0.5
   c=$(curl -s 127.0.0.1:$PORT/debug/vars | python3 -c 'import json,sys; v=json.load(sys.stdin)["sundial"]; c=v["compaction"]; print(v["memtable_rows"]+c["running"]+c["pending"]+c["write_cold_later"])')
   [ "$c" = 0 ] && idle=$((idle+1)) || idle=0
 done
 T3=$(date +%s.%N)
-echo "settled $(echo "$T3 - $T0" | bc) s, server cpu $(cpu) s, data $(du -sm $CACHE/scratch/loadtest | cut -f1) MiB, files $(find $CACHE/scratch/loadtest -name '*.seg' | wc -l)"
+[ "${SETTLE:-1}" = 0 ] || echo "settled $(echo "$T3 - $T0" | bc) s, server cpu $(cpu) s, data $(du -sm $CACHE/scratch/loadtest | cut -f1) MiB, files $(find $CACHE/scratch/loadtest -name '*.seg' | wc -l)"
 [ -n "$AFTER_SETTLED" ] && eval "$AFTER_SETTLED"
 stop_sundial
