@@ -1468,7 +1468,7 @@ impl Inner {
         let start = Instant::now();
         let stalled = self.stall_loop(start);
         // An error comes only after waiting (the deadline passed, or the engine failed meanwhile).
-        if stalled.as_ref().is_ok_and(|w| *w) || stalled.is_err() {
+        if !matches!(stalled, Ok(false)) {
             self.waits.stalled_writes.fetch_add(1, Ordering::Relaxed);
             self.waits.stall_nanos.fetch_add(nanos_since(start), Ordering::Relaxed);
         }

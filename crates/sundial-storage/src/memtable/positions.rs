@@ -16,8 +16,10 @@ use crate::catalog::SeriesId;
 const NONE: u32 = u32::MAX;
 
 /// Ids spanned (from the lowest to the highest held) per series held, at most, for the dense vector:
-/// four bytes a slot, so at most 16 bytes per series, about what the map costs with its slack. Past it
-/// (a memtable of scattered series of a large table) the positions move to the map, for good.
+/// four bytes a slot, so at most 16 bytes per series, about what the map costs with its slack and what
+/// [`super::SERIES_OVERHEAD_BYTES`] counts for it (ids in a row, the usual case, cost 4 to 8; room made
+/// below the lowest id for ids coming in descending order can double the worst case). Past it (a
+/// memtable of scattered series of a large table) the positions move to the map, for good.
 const DENSE_SPAN_PER_SERIES_MAX: usize = 4;
 
 /// A span the dense vector may reach whatever the count: a few series of ids close together.
