@@ -213,11 +213,12 @@ pub struct TagDict {
     /// Value ids, hashed by their text, each with its [`hash32`].
     index: hashbrown::HashTable<(u32, u32)>,
     hasher: foldhash::fast::RandomState,
-    /// The first (lowest) series carrying each value: the whole postings list of a value carried by one
-    /// series, which is every value of a per-device tag such as `hostname`.
-    first: Vec<SeriesId>,
-    /// The rest of the postings of the values carried by two series or more.
-    many: HashMap<u32, Postings>,
+    /// Per value, the one series carrying it (every value of a per-device tag such as `hostname`), or
+    /// [`SHARED`] with the position in `lists` of the postings of a value carried by two series or more.
+    /// Why not a map from value to postings: a new series adds itself to nine such lists at TSBS's
+    /// tags, and hashing into the map was 4 % of the server's CPU creating 10 M series.
+    carriers: Vec<u32>,
+    lists: Vec<Postings>,
     /// Every value as a shared string, made when a read first asks ([`TagDict::shared_values`]) and
     /// extended when values were added since; `None` until then, and for a dictionary of more than
     /// [`limits::TAG_DICT_SHARED_VALUES_MAX`] values.
@@ -283,34 +284,37 @@ impl TagDict {
 
     /// Series carrying value `id`, ascending.
     pub fn postings(&self, id: u32) -> impl Iterator<Item = SeriesId> + '_ {
-        let first = self.first.get(id as usize).copied();
-        let rest = first.and_then(|f| Some((f, self.many.get(&id)?)));
-        first.into_iter().chain(rest.into_iter().flat_map(|(f, p)| p.after(f)))
+        let (sole, list) = match self.carriers.get(id as usize).copied() {
+            None => (None, None),
+            Some(c) if c & SHARED == 0 => (Some(c), None),
+            Some(c) => (None, Some(&self.lists[(c & !SHARED) as usize])),
+        };
+        sole.into_iter().chain(list.into_iter().flat_map(Postings::iter))
     }
 
     /// Adds `series` to the carriers of value `id`. Returns the series that carried it alone until now
     /// when this made it shared (see [`TableCatalog::find_series`]).
     fn add_posting(&mut self, id: u32, series: SeriesId) -> Option<SeriesId> {
-        let first = self.first[id as usize];
+        let c = &mut self.carriers[id as usize];
+        if *c & SHARED != 0 {
+            self.lists[(*c & !SHARED) as usize].push(series);
+            return None;
+        }
+        let first = *c;
         if first == series {
             return None;
         }
-        match self.many.entry(id) {
-            std::collections::hash_map::Entry::Occupied(mut p) => {
-                p.get_mut().push(series);
-                None
-            }
-            std::collections::hash_map::Entry::Vacant(p) => {
-                p.insert(Postings::new(first)).push(series);
-                Some(first)
-            }
-        }
+        let k = u32::try_from(self.lists.len()).ok().filter(|k| k & SHARED == 0).expect("fewer shared values than series");
+        *c = SHARED | k;
+        let mut list = Postings::new(first);
+        list.push(series);
+        self.lists.push(list);
+        Some(first)
     }
 
     /// The series that carries value `id` if exactly one does.
     fn sole_carrier(&self, id: u32) -> Option<SeriesId> {
-        let first = *self.first.get(id as usize)?;
-        (!self.many.contains_key(&id)).then_some(first)
+        self.carriers.get(id as usize).copied().filter(|c| c & SHARED == 0)
     }
 
     /// Errors if adding `v` as a new value would pass [`limits::TAG_VALUE_BYTES_PER_COLUMN_MAX`].
@@ -342,7 +346,8 @@ impl TagDict {
         let id = self.ends.len() as u32;
         self.bytes.push_str(v);
         self.ends.push(end);
-        self.first.push(series);
+        assert!(series & SHARED == 0, "series id {series} beyond SERIES_PER_TABLE_MAX");
+        self.carriers.push(series);
         let h = hash32(self.hasher.hash_one(v));
         self.index.insert_unique(slot_hash(h), (id, h), |(_, h)| slot_hash(*h));
         Ok(id)
@@ -352,19 +357,19 @@ impl TagDict {
         self.index.shrink_to_fit(|(_, h)| slot_hash(*h));
         self.bytes.shrink_to_fit();
         self.ends.shrink_to_fit();
-        self.first.shrink_to_fit();
-        self.many.shrink_to_fit();
-        self.many.values_mut().for_each(|p| p.gaps.shrink_to_fit());
+        self.carriers.shrink_to_fit();
+        self.lists.shrink_to_fit();
+        self.lists.iter_mut().for_each(|p| p.gaps.shrink_to_fit());
     }
 
     /// Heap bytes held (capacity, not length), for memory reports and tests.
     pub fn heap_bytes(&self) -> usize {
         self.bytes.capacity()
             + self.ends.capacity() * 4
-            + self.first.capacity() * 4
+            + self.carriers.capacity() * 4
             + self.index.capacity() * 9
-            + self.many.capacity() * (4 + std::mem::size_of::<Postings>() + 1)
-            + self.many.values().map(|p| p.gaps.capacity()).sum::<usize>()
+            + self.lists.capacity() * std::mem::size_of::<Postings>()
+            + self.lists.iter().map(|p| p.gaps.capacity()).sum::<usize>()
             + self.shared.lock().as_deref().map_or(0, |v| v.iter().map(|s| 16 + 16 + s.len()).sum::<usize>())
     }
 }
@@ -375,14 +380,20 @@ impl TagDict {
 /// 10 M series those lists were 360 MB of the catalog's memory (720 as they grew), now about 90. A list
 /// is only read whole (a tag filter's series), so decoding from its start costs no lookup.
 struct Postings {
+    first: SeriesId,
     /// The last series added, where the next distance starts.
     last: SeriesId,
     gaps: Vec<u8>,
 }
 
+/// The bit of [`TagDict`]'s `carriers` that marks a value carried by several series: series ids stay
+/// below it ([`limits::SERIES_PER_TABLE_MAX`]).
+const SHARED: u32 = 1 << 31;
+const _: () = assert!(limits::SERIES_PER_TABLE_MAX <= SHARED);
+
 impl Postings {
     fn new(first: SeriesId) -> Postings {
-        Postings { last: first, gaps: Vec::new() }
+        Postings { first, last: first, gaps: Vec::new() }
     }
 
     /// Adds `series` (ascending; the last one again is a no-op, as a replayed series is).
@@ -395,15 +406,15 @@ impl Postings {
         self.last = series;
     }
 
-    /// The series after `first` (the value's first series), ascending.
-    fn after(&self, first: SeriesId) -> impl Iterator<Item = SeriesId> + '_ {
+    /// Every series of the list, ascending.
+    fn iter(&self) -> impl Iterator<Item = SeriesId> + '_ {
         let mut r = crate::encoding::Reader::new(&self.gaps);
-        let mut at = first;
-        std::iter::from_fn(move || {
+        let mut at = self.first;
+        std::iter::once(self.first).chain(std::iter::from_fn(move || {
             let gap = r.uvarint()?;
             at += gap as SeriesId;
             Some(at)
-        })
+        }))
     }
 }
 
