@@ -1432,7 +1432,7 @@ mod tests {
             rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             (rng >> 33) % n
         };
-        let mut draw = |next: &mut dyn FnMut(u64) -> u64| {
+        let draw = |next: &mut dyn FnMut(u64) -> u64| {
             let mut tags = Vec::new();
             for (k, n) in [("host", 2000), ("region", 4), ("rack", 3)] {
                 if next(5) != 0 {
