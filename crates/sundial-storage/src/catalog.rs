@@ -649,10 +649,12 @@ impl TableCatalog {
     }
 
     fn dict_mut(&mut self, col: ColId) -> Result<&mut TagDict> {
-        self.dicts
-            .get_mut(col as usize)
-            .and_then(Option::as_mut)
-            .ok_or_else(|| Error::internal(format!("series tag on non-tag column {col}")))
+        self.dicts.get_mut(col as usize).and_then(Option::as_mut).ok_or_else(|| not_a_tag(col))
+    }
+
+    /// [`TableCatalog::tag_dict`] of a series' tag column: not one is an internal error.
+    fn dict(&self, col: ColId) -> Result<&TagDict> {
+        self.tag_dict(col).ok_or_else(|| not_a_tag(col))
     }
 
     /// The interned tag set of `tags` (column id, value; sorted by column), or `None` if some value was
@@ -660,7 +662,7 @@ impl TableCatalog {
     fn lookup_tags(&self, tags: &[(ColId, &str)]) -> Result<Option<Vec<(ColId, u32)>>> {
         let mut set = Vec::with_capacity(tags.len());
         for (col, v) in tags {
-            let d = self.tag_dict(*col).ok_or_else(|| Error::internal(format!("series tag on non-tag column {col}")))?;
+            let d = self.dict(*col)?;
             let Some(id) = d.id_of(v) else { return Ok(None) };
             set.push((*col, id));
         }
@@ -712,7 +714,7 @@ impl TableCatalog {
         // value interned for a series that does not exist).
         let mut vals = Vec::with_capacity(tags.len());
         for (col, v, known) in tags.clone() {
-            let d = self.tag_dict(col).ok_or_else(|| Error::internal(format!("series tag on non-tag column {col}")))?;
+            let d = self.dict(col)?;
             let id = known.or_else(|| d.id_of(v));
             if id.is_none() {
                 d.check_room(v)?;
@@ -1042,6 +1044,10 @@ fn series_per_database_exceeded(db_series: u64, series_max: u64) -> Error {
         fix: "a tag probably holds unbounded values (write it as a field), or raise \
               --max-series-per-database (0: no limit)",
     }
+}
+
+fn not_a_tag(col: ColId) -> Error {
+    Error::internal(format!("series tag on non-tag column {col}"))
 }
 
 /// Adds to `t` (table `table` of database `db`) a series no series of it has the tags of, and records it
