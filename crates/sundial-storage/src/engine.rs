@@ -51,7 +51,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 
-use crate::batch::WriteBatch;
+use crate::batch::{ColRun, WriteBatch};
 use crate::catalog::{Catalog, CatalogEntry, ColId, ColumnKind, Counters, DbCatalog, DbId, Lookup, Resolver, RowShape, SeriesId, TableId, validate_name};
 use crate::catalog_log::CatalogLog;
 use crate::error::{Error, Result};
@@ -1033,26 +1033,25 @@ fn same_str(x: &str, y: &str) -> bool {
     std::ptr::eq(x, y) || x == y
 }
 
+/// Appends a row of `fields`' values to `batch`, borrowed, under the column ids of `run` (one per field,
+/// in order; a row's values past the run's length, which a resolver giving fewer columns than fields
+/// would leave, are not written, as a zip of the two did).
+fn push_borrowed<'a>(batch: &mut WriteBatch<'a>, table: TableId, series: SeriesId, ts: i64, run: ColRun, fields: &'a [(&'a str, Value)]) {
+    let n = run.len().min(fields.len());
+    batch.push_row_of(table, series, ts, run.prefix(n), &fields[..n]);
+}
+
 /// Drops, from WAL record `seq`, rows of tables that no longer exist (dropped after the record was
 /// written) and rows hidden by a tombstone written after the record (`seq < wal_seq`).
-fn filter_replayed(cat: &Catalog, tombstones: &TombstoneSet, seq: u64, mut b: WriteBatch) -> WriteBatch {
-    let live = |t: TableId| cat.db_by_id(b.db).is_some_and(|d| d.table_by_id(t).is_some());
+fn filter_replayed(cat: &Catalog, tombstones: &TombstoneSet, seq: u64, mut b: WriteBatch<'static>) -> WriteBatch<'static> {
+    let db = b.db;
+    let live = |t: TableId| cat.db_by_id(db).is_some_and(|d| d.table_by_id(t).is_some());
     let hidden = |t: TableId, s: SeriesId, ts: i64| {
-        tombstones.get(&(b.db, t)).is_some_and(|v| v.iter().any(|x| seq < x.wal_seq && x.hides_row(s, ts)))
+        tombstones.get(&(db, t)).is_some_and(|v| v.iter().any(|x| seq < x.wal_seq && x.hides_row(s, ts)))
     };
-    let keep = |r: &crate::batch::RowHead| live(r.table) && !hidden(r.table, r.series, r.ts);
-    if b.rows.iter().all(keep) {
-        return b;
-    }
-    let mut out = WriteBatch::new(b.db);
-    for i in 0..b.rows.len() {
-        let r = b.rows[i];
-        if keep(&r) {
-            out.push_row(r.table, r.series, r.ts, b.row_values(i).iter().cloned());
-        }
-    }
-    out.entries = std::mem::take(&mut b.entries);
-    out
+    // A row keeps its values where they are: dropping others moves none.
+    b.rows.retain(|r| live(r.table) && !hidden(r.table, r.series, r.ts));
+    b
 }
 
 /// Opens every segment file of live tables; deletes leftovers (temp files, dropped tables); quarantines
@@ -1319,7 +1318,7 @@ impl Inner {
 
     /// Resolves names to ids, creating catalog entries as needed; returns the batch and rejected lines.
     /// `pre` is [`Inner::prelookup`] of the same points, or `None`.
-    fn resolve(&self, db: &str, points: &[WritePoint<'_>], pre: Option<&Prelookup>) -> Result<(WriteBatch, Vec<(usize, Error)>)> {
+    fn resolve<'p>(&self, db: &str, points: &'p [WritePoint<'_>], pre: Option<&Prelookup>) -> Result<(WriteBatch<'p>, Vec<(usize, Error)>)> {
         let mut guard = ResolveGuard::new(self.catalog.upgradable_read());
         let (db_id, retention_ns) = {
             let d = guard.cat().db(db).ok_or_else(|| Error::DatabaseNotFound { name: db.to_string() })?;
@@ -1350,7 +1349,8 @@ impl Inner {
         };
         // Rows older than the retention would never be returned: refuse them per line, as InfluxDB does.
         let cutoff = if retention_ns > 0 { self.config.clock.now_ns().saturating_sub(retention_ns) } else { i64::MIN };
-        let mut batch = WriteBatch::with_capacity(db_id, points.len(), points.iter().map(|p| p.fields.len()).sum());
+        // The rows' values stay in the points: the batch borrows them.
+        let mut batch = WriteBatch::with_rows(db_id, points.len());
         let mut rejected = Vec::new();
         let mut field_types: Vec<(&str, FieldType)> = Vec::new();
         // A row's series is found without the catalog's per-name lookups when its key text is in the
@@ -1368,6 +1368,9 @@ impl Inner {
         // Locked per use, not throughout: another request's prelookup reads it meanwhile.
         let keys = &self.series_keys;
         let mut last_fields: Option<FieldSet> = None;
+        // `last_fields`' column ids in the batch, once a row took them from there: later rows of those
+        // fields share the run.
+        let mut last_run: Option<ColRun> = None;
         // The columns the names of row `.0` resolved to, reused for a later row with the same names
         // (`same_names`): the catalog's lock is held throughout and a write only adds to it.
         let mut shape: Option<(usize, RowShape)> = None;
@@ -1405,7 +1408,8 @@ impl Inner {
             // to that row's is live.
             if let (Some((table, series)), Some((t, cols, prev))) = (seen, &last_fields) {
                 if *t == table && same_fields(&points[*prev].fields, &p.fields) {
-                    batch.push_row(table, series, p.ts, cols.iter().zip(p.fields.iter()).map(|((col, _), (_, v))| (*col, v.clone())));
+                    let run = *last_run.get_or_insert_with(|| batch.push_cols(cols.iter().map(|(c, _)| *c)));
+                    push_borrowed(&mut batch, table, series, p.ts, run, &p.fields);
                     continue;
                 }
             }
@@ -1416,8 +1420,10 @@ impl Inner {
                 let s = Resolver::shape(db_cat, p.table, &[], &field_types)?
                     .ok_or_else(|| Error::internal("a checked row's columns vanished"))?;
                 let r = s.row(k.series);
-                batch.push_row(r.table, r.series, p.ts, r.fields.iter().zip(p.fields.iter()).map(|((col, _), (_, v))| (*col, v.clone())));
+                let run = batch.push_cols(r.fields.iter().map(|(c, _)| *c));
+                push_borrowed(&mut batch, r.table, r.series, p.ts, run, &p.fields);
                 last_fields = Some((r.table, r.fields, i));
+                last_run = Some(run);
                 continue;
             }
             let found = lookup_row(db_cat, points, i, &mut field_types, &mut shape);
@@ -1434,8 +1440,8 @@ impl Inner {
             };
             match resolved {
                 Ok(r) => {
-                    let values = r.fields.iter().zip(p.fields.iter()).map(|((col, _), (_, v))| (*col, v.clone()));
-                    batch.push_row(r.table, r.series, p.ts, values);
+                    let run = batch.push_cols(r.fields.iter().map(|(c, _)| *c));
+                    push_borrowed(&mut batch, r.table, r.series, p.ts, run, &p.fields);
                     match key {
                         Some((key, h)) => {
                             new_key_at.insert(h, new_keys.len());
@@ -1449,6 +1455,7 @@ impl Inner {
                         }
                     }
                     last_fields = Some((r.table, r.fields, i));
+                    last_run = Some(run);
                 }
                 Err(e) if e.is_user_error() => rejected.push((p.line, e)),
                 Err(e) => return Err(e),

@@ -35,7 +35,7 @@ use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
 use crate::FastMap as HashMap;
-use crate::batch::WriteBatch;
+use crate::batch::{RowValues, WriteBatch};
 use crate::catalog::{ColId, DbId, SeriesId, TableId};
 use crate::limits;
 use crate::rows::SeriesRows;
@@ -93,8 +93,8 @@ fn schema_bytes(s: &Schema) -> usize {
 }
 
 /// Whether a row's values set exactly `schema`'s columns, in its order, with its types.
-fn same_columns(schema: &[(ColId, FieldType)], values: &[(ColId, Value)]) -> bool {
-    values.len() == schema.len() && values.iter().zip(schema).all(|((c, v), (sc, ty))| c == sc && v.field_type() == *ty)
+fn same_columns(schema: &[(ColId, FieldType)], values: RowValues<'_>) -> bool {
+    values.len() == schema.len() && values.iter().zip(schema).all(|((c, v), (sc, ty))| c == *sc && v.field_type() == *ty)
 }
 
 /// Replaces `v`'s contents by `items`, keeping its allocation.
@@ -235,7 +235,7 @@ impl RowBuf {
     /// most rows add nothing and some add the room for as many rows again), plus a schema made here.
     /// The first row takes `shared` as its schema when its columns are those (in that order, with
     /// those types); otherwise its own columns become `shared`, for the next series.
-    fn push(&mut self, ts: i64, values: &[(ColId, Value)], shared: &mut Option<Schema>) -> usize {
+    fn push(&mut self, ts: i64, values: RowValues<'_>, shared: &mut Option<Schema>) -> usize {
         let before = self.heap_bytes();
         let mut made = 0;
         if self.schema.is_none() {
@@ -245,8 +245,8 @@ impl RowBuf {
                     // Each column once, where it first comes, with that value's type.
                     let mut cols: Vec<(ColId, FieldType)> = Vec::with_capacity(values.len());
                     for (col, v) in values {
-                        if !cols.iter().any(|(c, _)| c == col) {
-                            cols.push((*col, v.field_type()));
+                        if !cols.iter().any(|(c, _)| *c == col) {
+                            cols.push((col, v.field_type()));
                         }
                     }
                     let schema: Schema = cols.into();
@@ -270,8 +270,8 @@ impl RowBuf {
             return self.heap_bytes().saturating_sub(before) + made;
         }
         for (col, v) in values {
-            if !self.schema().iter().any(|(c, _)| c == col) {
-                made += self.add_column(*col, v.field_type());
+            if !self.schema().iter().any(|(c, _)| *c == col) {
+                made += self.add_column(col, v.field_type());
             }
         }
         let w = self.width();
@@ -283,7 +283,7 @@ impl RowBuf {
         let mut set = RowMask::new(w);
         let schema = self.schema.clone().expect("made above");
         for (col, v) in values {
-            let k = schema.iter().position(|(c, _)| c == col).expect("added above");
+            let k = schema.iter().position(|(c, _)| *c == col).expect("added above");
             if v.field_type() != schema[k].1 {
                 continue; // a value of another type than the column's is a null, as in a typed column
             }
@@ -370,11 +370,17 @@ impl RowBuf {
     /// The rows of `rows` (sorted or not) as a buffer with columns `cols`.
     fn from_rows(rows: &SeriesRows, cols: &[(ColId, FieldType)]) -> RowBuf {
         let mut out = RowBuf { schema: Some(cols.into()), ..RowBuf::default() };
-        let mut values = Vec::with_capacity(cols.len());
+        let (mut ids, mut values) = (Vec::with_capacity(cols.len()), Vec::with_capacity(cols.len()));
         for (i, t) in rows.ts.iter().enumerate() {
+            ids.clear();
             values.clear();
-            values.extend(cols.iter().zip(&rows.cols).filter_map(|((id, _), c)| Some((*id, c.as_ref()?.get(i)?))));
-            out.push(*t, &values, &mut None);
+            for ((id, _), c) in cols.iter().zip(&rows.cols) {
+                if let Some(v) = c.as_ref().and_then(|c| c.get(i)) {
+                    ids.push(*id);
+                    values.push(v);
+                }
+            }
+            out.push(*t, RowValues::new(&ids, &values), &mut None);
         }
         out
     }
@@ -467,14 +473,14 @@ pub struct SeriesBuf {
 impl SeriesBuf {
     /// Appends one row, to the in-order part if its timestamp is above that part's last, else to the
     /// staging area; returns the approximate bytes added.
-    fn push(&mut self, ts: i64, values: &[(ColId, Value)], shared: &mut Option<Schema>) -> usize {
+    fn push(&mut self, ts: i64, values: RowValues<'_>, shared: &mut Option<Schema>) -> usize {
         match self.in_order.ts.last() {
             Some(last) if ts <= *last => self.push_late(ts, values, shared),
             _ => self.in_order.push(ts, values, shared),
         }
     }
 
-    fn push_late(&mut self, ts: i64, values: &[(ColId, Value)], shared: &mut Option<Schema>) -> usize {
+    fn push_late(&mut self, ts: i64, values: RowValues<'_>, shared: &mut Option<Schema>) -> usize {
         let mut bytes = 0;
         let st = self.staged.get_or_insert_with(|| {
             bytes += std::mem::size_of::<Staging>() + ALLOC_BYTES;
@@ -885,7 +891,7 @@ pub struct MemGen {
 }
 
 impl MemGen {
-    pub fn apply(&mut self, b: &WriteBatch) {
+    pub fn apply(&mut self, b: &WriteBatch<'_>) {
         if b.rows.is_empty() {
             return;
         }
