@@ -173,14 +173,15 @@ impl<'a> WriteBatch<'a> {
         WriteBatch { db, ..Default::default() }
     }
 
-    /// A batch with room for `rows` rows of `values` values in all pushed by value, so that the vectors
-    /// do not double as they fill (3 % of the server's CPU loading TSBS's 10 M hosts, with the page
-    /// faults of each new copy).
+    /// A batch with room for `rows` rows of `values` values in all pushed by value
+    /// ([`WriteBatch::push_row`]).
     pub fn with_capacity(db: DbId, rows: usize, values: usize) -> Self {
         WriteBatch { db, entries: Vec::new(), rows: Vec::with_capacity(rows), cols: Vec::with_capacity(values), owned: Vec::with_capacity(values) }
     }
 
-    /// A batch with room for `rows` rows whose values it will borrow ([`WriteBatch::push_row_of`]).
+    /// A batch with room for `rows` rows whose values it will borrow ([`WriteBatch::push_row_of`]), so
+    /// that a request's rows are not copied as the vector doubles (3 % of the server's CPU loading
+    /// TSBS's 10 M hosts, with the page faults of each new copy, when the batch held the values too).
     pub fn with_rows(db: DbId, rows: usize) -> Self {
         WriteBatch { db, entries: Vec::new(), rows: Vec::with_capacity(rows), cols: Vec::new(), owned: Vec::new() }
     }
