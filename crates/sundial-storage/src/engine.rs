@@ -1360,7 +1360,9 @@ impl Inner {
         // ids. Both only repeat answers the catalog gave for identical names, so a conflict still takes
         // the full path below.
         type SeriesKey<'a> = (&'a str, &'a [(&'a str, &'a str)]);
-        type FieldSet = (TableId, Vec<(ColId, FieldType)>, usize);
+        // The previous resolved row's table, its columns' ids in the batch (shared by the rows after it
+        // with the same fields) and its index.
+        type FieldSet = (TableId, ColRun, usize);
         // Sized for up to 1,024 series once a row without a key comes: grown from empty, the map rehashed
         // ~10 times per 10,000-row request of new series; not sized to the request, since a request of
         // 100 series' rows would then allocate for 10,000.
@@ -1368,9 +1370,6 @@ impl Inner {
         // Locked per use, not throughout: another request's prelookup reads it meanwhile.
         let keys = &self.series_keys;
         let mut last_fields: Option<FieldSet> = None;
-        // `last_fields`' column ids in the batch, once a row took them from there: later rows of those
-        // fields share the run.
-        let mut last_run: Option<ColRun> = None;
         // The columns the names of row `.0` resolved to, reused for a later row with the same names
         // (`same_names`): the catalog's lock is held throughout and a write only adds to it.
         let mut shape: Option<(usize, RowShape)> = None;
@@ -1406,9 +1405,8 @@ impl Inner {
             // (`series_keys.rs`); the field set is reused only from a row this request resolved through
             // the catalog, under the lock it still holds, and table ids are never reused: a table equal
             // to that row's is live.
-            if let (Some((table, series)), Some((t, cols, prev))) = (seen, &last_fields) {
-                if *t == table && same_fields(&points[*prev].fields, &p.fields) {
-                    let run = *last_run.get_or_insert_with(|| batch.push_cols(cols.iter().map(|(c, _)| *c)));
+            if let (Some((table, series)), Some((t, run, prev))) = (seen, last_fields) {
+                if t == table && same_fields(&points[prev].fields, &p.fields) {
                     push_borrowed(&mut batch, table, series, p.ts, run, &p.fields);
                     continue;
                 }
@@ -1422,8 +1420,7 @@ impl Inner {
                 let r = s.row(k.series);
                 let run = batch.push_cols(r.fields.iter().map(|(c, _)| *c));
                 push_borrowed(&mut batch, r.table, r.series, p.ts, run, &p.fields);
-                last_fields = Some((r.table, r.fields, i));
-                last_run = Some(run);
+                last_fields = Some((r.table, run, i));
                 continue;
             }
             let found = lookup_row(db_cat, points, i, &mut field_types, &mut shape);
@@ -1454,8 +1451,7 @@ impl Inner {
                             known.insert((p.table, &p.tags[..]), (r.table, r.series));
                         }
                     }
-                    last_fields = Some((r.table, r.fields, i));
-                    last_run = Some(run);
+                    last_fields = Some((r.table, run, i));
                 }
                 Err(e) if e.is_user_error() => rejected.push((p.line, e)),
                 Err(e) => return Err(e),
