@@ -97,6 +97,11 @@ fn same_columns(schema: &[(ColId, FieldType)], values: RowValues<'_>) -> bool {
     values.len() == schema.len() && values.iter().zip(schema).all(|((c, v), (sc, ty))| c == *sc && v.field_type() == *ty)
 }
 
+/// A vector's heap bytes as the accounting counts them: its capacity plus an allocator header.
+fn vec_bytes<T>(x: &Vec<T>) -> usize {
+    if x.capacity() == 0 { 0 } else { x.capacity() * std::mem::size_of::<T>() + ALLOC_BYTES }
+}
+
 /// Replaces `v`'s contents by `items`, keeping its allocation.
 fn refill<T>(v: &mut Vec<T>, items: impl Iterator<Item = T>) {
     v.clear();
@@ -185,11 +190,13 @@ impl RowBuf {
     /// capacity plus an allocator header each, and the strings' bytes. The schema is shared, so it is
     /// not here: [`RowBuf::push`] counts a new one once.
     pub fn heap_bytes(&self) -> usize {
-        fn v<T>(x: &Vec<T>) -> usize {
-            if x.capacity() == 0 { 0 } else { x.capacity() * std::mem::size_of::<T>() + ALLOC_BYTES }
-        }
-        let extra = |e: &Extra| std::mem::size_of::<Extra>() + ALLOC_BYTES + v(&e.nulls) + v(&e.strings) + e.string_bytes;
-        v(&self.ts) + self.slots.heap_bytes(self.width()) + self.extra.as_deref().map_or(0, extra)
+        vec_bytes(&self.ts) + self.slots.heap_bytes(self.width()) + self.extra_bytes()
+    }
+
+    /// [`RowBuf::heap_bytes`] of [`Extra`]: 0, without a load, for rows of numbers and booleans.
+    fn extra_bytes(&self) -> usize {
+        let extra = |e: &Extra| std::mem::size_of::<Extra>() + ALLOC_BYTES + vec_bytes(&e.nulls) + vec_bytes(&e.strings) + e.string_bytes;
+        self.extra.as_deref().map_or(0, extra)
     }
 
     fn is_null(&self, slot: usize) -> bool {
@@ -236,7 +243,6 @@ impl RowBuf {
     /// The first row takes `shared` as its schema when its columns are those (in that order, with
     /// those types); otherwise its own columns become `shared`, for the next series.
     fn push(&mut self, ts: i64, values: RowValues<'_>, shared: &mut Option<Schema>) -> usize {
-        let before = self.heap_bytes();
         let mut made = 0;
         if self.schema.is_none() {
             match shared.as_ref().filter(|s| same_columns(s, values)) {
@@ -260,15 +266,17 @@ impl RowBuf {
         // same fields every row), a series' first row included once its schema is made: appended
         // straight, without a search of the schema per value and the null bookkeeping below (a fifth of
         // the write path's CPU at TSBS's ten fields).
+        // Its growth counted from the vectors it touches (the list of full chunks is read only when a
+        // chunk is made: it is elsewhere in memory, a cache miss per row).
         let w = self.width();
         if w > 0 && same_columns(self.schema(), values) {
-            let row = self.slots.room(self.ts.len(), w);
-            for (_, v) in values {
-                row.push(encode(&mut self.extra, v));
-            }
+            let before = vec_bytes(&self.ts) + self.extra_bytes();
+            let grown = self.slots.push_row(self.ts.len(), w, values.iter().map(|(_, v)| encode(&mut self.extra, v)));
             self.ts.push(ts);
-            return self.heap_bytes().saturating_sub(before) + made;
+            return (vec_bytes(&self.ts) + self.extra_bytes()).saturating_sub(before) + grown + made;
         }
+        // A schema made above is not in `heap_bytes`: counting from here counts the same.
+        let before = self.heap_bytes();
         for (col, v) in values {
             if !self.schema().iter().any(|(c, _)| *c == col) {
                 made += self.add_column(col, v.field_type());
