@@ -151,7 +151,7 @@ mod tests {
     use super::*;
 
     /// Rows pushed past several chunks read back the same one by one, by range (starting and ending
-    /// inside chunks and on their edges) and set in place; only the head ever grows, and the count of
+    /// inside chunks and on their edges) and set in place; only the first chunk ever grows, and the count of
     /// bytes is the allocations' sizes.
     #[test]
     fn rows_across_chunks_read_back_as_pushed() {
