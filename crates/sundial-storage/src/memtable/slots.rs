@@ -13,8 +13,8 @@
 //! Why the chunk being written is the one kept inline (`cur`), the full ones behind a pointer: a row is
 //! appended, and its growth counted ([`Slots::push_row`]), from the buffer's own words, without first
 //! loading a list of chunks that is elsewhere in memory: a cache miss per row when series are many and
-//! each gets a row per round (TSBS's 4,000 hosts: the memtable's append went from 17–19 % of the
-//! server's samples to 10–11 %, `bench/results/2026-11-29-xeon-prefetch/NOTES.md`).
+//! each gets a row per round (TSBS's 4,000 hosts: the memtable's append, all it calls included, went
+//! from 22.7 % of the server's samples to 19.6–20.6 %, `bench/results/2026-11-29-xeon-prefetch/NOTES.md`).
 
 use crate::limits::MEMTABLE_CHUNK_SLOTS;
 
