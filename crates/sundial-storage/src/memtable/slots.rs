@@ -60,7 +60,7 @@ impl Slots {
     /// The chunk row `rows` (the next one, after `rows` rows) goes into, with room for its `w` slots,
     /// made or grown as needed: push the row's slots onto it, in column order.
     pub(super) fn room(&mut self, rows: usize, w: usize) -> &mut Vec<u64> {
-        if self.cur.capacity() - self.cur.len() < w {
+        if !self.has_room(w) {
             self.make_room(rows, w);
         }
         debug_assert_eq!(self.cur.len(), rows % rows_per_chunk(w) * w);
@@ -70,16 +70,15 @@ impl Slots {
     /// Appends row `rows` (the next one): its `w` slots `vals`, in column order. Returns the growth of
     /// [`Slots::heap_bytes`], found without reading the full chunks' list unless a chunk is made.
     pub(super) fn push_row(&mut self, rows: usize, w: usize, vals: impl Iterator<Item = u64>) -> usize {
-        let grown = if self.cur.capacity() - self.cur.len() >= w {
-            0
-        } else {
-            let before = self.heap_bytes(w);
-            self.make_room(rows, w);
-            self.heap_bytes(w) - before
-        };
-        self.cur.extend(vals);
+        let before = (!self.has_room(w)).then(|| self.heap_bytes(w));
+        self.room(rows, w).extend(vals);
         debug_assert_eq!(self.cur.len(), (rows % rows_per_chunk(w) + 1) * w, "a row is {w} slots");
-        grown
+        before.map_or(0, |b| self.heap_bytes(w) - b)
+    }
+
+    /// Whether `cur` has room for a row of `w` slots without growing.
+    fn has_room(&self, w: usize) -> bool {
+        self.cur.capacity() - self.cur.len() >= w
     }
 
     /// Makes room in `cur` for row `rows`' `w` slots, which it lacks: the first chunk grown, or the
