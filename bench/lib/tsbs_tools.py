@@ -152,13 +152,22 @@ def data_argv(scale: int, start: str, end: str, seed: int, file=None, fmt: str =
     return argv + ([f"--file={file}"] if file else [])
 
 
+# Formats whose files TSBS writes byte for byte like another's (its victoriametrics target serializes line
+# protocol, its clickhouse target TimescaleDB's format: checked by tests/bench/test_tsbs_formats.py). They share
+# one cached file, which at scenario 2's size is 5.6 GB that would not fit beside every peer's.
+SAME_BYTES_AS = {"victoriametrics": "influx", "clickhouse": "timescaledb"}
+
+
 def data_file_path(scale: int, start: str, end: str, seed: int, fmt: str = "influx") -> Path:
+    fmt = SAME_BYTES_AS.get(fmt, fmt)
     tag = f"cpu-only-s{scale}-{start}-{end}-seed{seed}".replace(":", "")
     return tsbs_dir() / "data" / (f"{tag}.influx.lp" if fmt == "influx" else f"{tag}.{fmt}.dat")
 
 
 def ensure_data_file(scale: int, start: str, end: str, seed: int, log=print, fmt: str = "influx") -> Path:
-    """Generate the data file of TSBS format `fmt` once (cached by scale/range/seed); return its path."""
+    """Generate the data file of TSBS format `fmt` once (cached by scale/range/seed; formats of the same bytes
+    share one file); return its path."""
+    fmt = SAME_BYTES_AS.get(fmt, fmt)
     path = data_file_path(scale, start, end, seed, fmt)
     with _lock("data"):
         if not path.exists():
