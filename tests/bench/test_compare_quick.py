@@ -6,6 +6,7 @@ import csv
 import datetime as dt
 import json
 import os
+import re
 
 
 def test_run_succeeds(quick_run):
@@ -47,6 +48,24 @@ def test_queries_ran_for_every_type(quick_run):
             assert len(got) == 15, (peer, workers, sorted(got))
             bad = {t: r["status"] for t, r in got.items() if r["status"] != "ok" or not r["mean_ms"]}
             assert not bad, (peer, workers, bad)
+
+
+def test_each_timed_run_has_its_own_queries(quick_run):
+    """The cross-check's answers come from the queries of --seed, each timed run from its own seed, so that a
+    response cache cannot answer one run from the one before (bench/compare run_queries)."""
+    seeds_of = {}
+    for peer in ("sundial", "influxdb"):
+        raw = json.loads((quick_run.results_dir / f"raw/s1-{peer}.json").read_text())
+        for c in raw["commands"]:
+            if "tsbs_run_queries" not in c:
+                continue
+            purpose = "answers" if "--print-responses" in c else "workers=" + re.search(r"--workers=(\d+)", c).group(1)
+            seed = re.search(r"--file=\S*-seed(\d+)-n\d+", c).group(1)
+            seeds_of.setdefault((peer, purpose), set()).add(seed)
+    for peer in ("sundial", "influxdb"):
+        assert seeds_of[(peer, "answers")] == {"123"}, seeds_of
+        assert seeds_of[(peer, "workers=1")] == {"124"}, seeds_of
+        assert seeds_of[(peer, "workers=8")] == {"125"}, seeds_of
 
 
 def test_answers_cross_checked_without_mismatch(quick_run):
