@@ -166,8 +166,7 @@ def data_file_path(scale: int, start: str, end: str, seed: int, fmt: str = "infl
 
 def ensure_data_file(scale: int, start: str, end: str, seed: int, log=print, fmt: str = "influx") -> Path:
     """Generate the data file of TSBS format `fmt` once (cached by scale/range/seed; formats of the same bytes
-    share one file); return its path."""
-    fmt = SAME_BYTES_AS.get(fmt, fmt)
+    share one file, named by `data_file_path`); return its path."""
     path = data_file_path(scale, start, end, seed, fmt)
     with _lock("data"):
         if not path.exists():
