@@ -186,11 +186,24 @@ fn parallel_split(r: &StatementResult) -> Option<(usize, usize)> {
 
 /// Room reserved for a statement's JSON: per series its name, tags and column names (a series of a
 /// table of one-row series too: lastpoint's halves were reserved from their cells alone, and grew, a
-/// copy of most of a megabyte each), per row [`JSON_BYTES_PER_CELL`] a cell.
+/// copy of most of a megabyte each), per row [`JSON_BYTES_PER_CELL`] a cell, or for rows of aggregates
+/// [`JSON_BYTES_PER_TIME`] and [`JSON_BYTES_PER_AGGREGATE`] a value.
 fn statement_bytes(r: &StatementResult) -> usize {
-    let series_bytes = |columns: usize, rows: usize| 64 + 16 * columns + rows * JSON_BYTES_PER_CELL * columns;
-    let listed: usize = r.series.iter().map(|s| series_bytes(s.columns.len(), s.values.as_ref().map_or(0, |v| v.len()))).sum();
-    listed + r.table.as_ref().map_or(0, |t| t.len() * series_bytes(t.columns.len(), 1))
+    let series_bytes = |columns: usize, row_bytes: usize, rows: usize| 64 + 16 * columns + rows * row_bytes;
+    let raw_row = |columns: usize| JSON_BYTES_PER_CELL * columns;
+    let listed: usize = r
+        .series
+        .iter()
+        .map(|s| {
+            let columns = s.columns.len();
+            let row = match &s.values {
+                Some(Values::Gathered(_)) => raw_row(columns),
+                _ => JSON_BYTES_PER_TIME + JSON_BYTES_PER_AGGREGATE * columns.saturating_sub(1),
+            };
+            series_bytes(columns, row, s.values.as_ref().map_or(0, |v| v.len()))
+        })
+        .sum();
+    listed + r.table.as_ref().map_or(0, |t| t.len() * series_bytes(t.columns.len(), raw_row(t.columns.len()), 1))
 }
 
 /// The cells of a statement's answer (rows × columns).
@@ -219,12 +232,36 @@ fn render_list(out: &mut String, r: &StatementResult, range: std::ops::Range<usi
 /// blocking pool, a thread kept from answer to answer (a thread started per answer began 0.14 ms after
 /// the first half did, and the first half then waited for it), and sent as a part of its own instead
 /// of copied behind the first (0.12 ms for lastpoint's 1.8 MB at 4,000 hosts).
+///
+/// One series of many gathered rows (TSBS's high-cpu-all: 4,000 hosts' 1.4 M rows in one series) is
+/// split the same way by rows: [`render_series`] alone writes the second half into a string of its own
+/// and then copies it behind the first (117 MB there).
 async fn render_parts(results: &Arc<Vec<StatementResult>>, epoch: Option<i64>) -> Vec<String> {
-    let split = match &results[..] {
-        [r] if r.error.is_none() => parallel_split(r),
-        _ => None,
-    };
-    let Some((mid, capacity)) = split else { return vec![render(results, epoch)] };
+    let [r] = &results[..] else { return vec![render(results, epoch)] };
+    if r.error.is_some() {
+        return vec![render(results, epoch)];
+    }
+    if let Some(g) = one_gathered(r).filter(|_| sundial_query::busy::alone()) {
+        let mid = g.order.len() / 2;
+        let capacity = (g.order.len() - mid) * JSON_BYTES_PER_CELL * (1 + g.columns.len());
+        let all = Arc::clone(results);
+        let tail = tokio::task::spawn_blocking(move || {
+            let g = one_gathered(&all[0]).expect("the statement checked above");
+            let mut rest = String::with_capacity(capacity + 8);
+            RowWriter::new(epoch).gathered(&mut rest, g, &g.order[mid..], false);
+            // As `render_series`, then `render`, close the rows, the series, the list, the statement
+            // and the results.
+            rest.push_str("]}]}]}");
+            rest
+        });
+        let mut head = String::with_capacity(statement_bytes(r).saturating_sub(capacity) + 64);
+        head.push_str("{\"results\":[{\"statement_id\":0,\"series\":[");
+        series_head(&mut head, &r.series[0], &mut None);
+        head.push_str(",\"values\":[");
+        RowWriter::new(epoch).gathered(&mut head, g, &g.order[..mid], true);
+        return join_parts(head, tail, results, epoch).await;
+    }
+    let Some((mid, capacity)) = parallel_split(r) else { return vec![render(results, epoch)] };
     let all = Arc::clone(results);
     let tail = tokio::task::spawn_blocking(move || {
         let mut rest = String::with_capacity(capacity);
@@ -237,6 +274,20 @@ async fn render_parts(results: &Arc<Vec<StatementResult>>, epoch: Option<i64>) -
     let mut head = String::with_capacity(capacity + 64);
     head.push_str("{\"results\":[{\"statement_id\":0,\"series\":[");
     render_list(&mut head, &results[0], 0..mid, epoch);
+    join_parts(head, tail, results, epoch).await
+}
+
+/// The statement's rows when it is one series of gathered rows enough to be written by two threads
+/// ([`PARALLEL_WRITE_ROWS_MIN`]).
+fn one_gathered(r: &StatementResult) -> Option<&Gathered> {
+    match (&r.table, &r.series[..]) {
+        (None, [Series { values: Some(Values::Gathered(g)), .. }]) if g.order.len() >= PARALLEL_WRITE_ROWS_MIN => Some(g),
+        _ => None,
+    }
+}
+
+/// `head`, then what `tail` wrote on the blocking pool (a panic there is raised here).
+async fn join_parts(head: String, tail: tokio::task::JoinHandle<String>, results: &[StatementResult], epoch: Option<i64>) -> Vec<String> {
     match tail.await {
         Ok(rest) => vec![head, rest],
         Err(e) => match e.try_into_panic() {
@@ -455,6 +506,14 @@ impl<'s> ChunkTags<'s> {
 /// ten tags, ten two-digit numbers); room reserved and not written costs no memory.
 const JSON_BYTES_PER_CELL: usize = 12;
 
+/// Room reserved for a row's time in an answer of aggregates (`"2016-01-01T00:00:00Z",`: 23 bytes).
+const JSON_BYTES_PER_TIME: usize = 24;
+
+/// Room reserved per value of an answer of aggregates: means and sums are floats of up to 17 digits
+/// (TSBS's double-groupby-1 at 4,000 hosts, 48,000 rows of a time and a mean, is about 45 bytes a row:
+/// reserved at [`JSON_BYTES_PER_CELL`] a cell its body grew once, a copy of 1.2 MB into fresh pages).
+const JSON_BYTES_PER_AGGREGATE: usize = 20;
+
 /// Answers with at least this many gathered rows are written by two threads, half each: TSBS's
 /// high-cpu-all at 4,000 hosts is 234 MB of JSON, a fifth of its time, and the read before it already
 /// runs on both cores.
@@ -565,6 +624,34 @@ impl<'s> RowWriter<'s> {
 }
 
 fn render_series<'s>(out: &mut String, s: &'s Series, columns: &mut Option<(&'s std::sync::Arc<[String]>, String)>, w: &mut RowWriter<'s>) {
+    series_head(out, s, columns);
+    match &s.values {
+        None => {}
+        Some(Values::Rows(values)) => w.rows(out, values.iter().map(Vec::as_slice)),
+        Some(Values::Flat(values)) => w.rows(out, values.iter()),
+        Some(Values::Gathered(g)) => {
+            out.push_str(",\"values\":[");
+            if g.order.len() < PARALLEL_WRITE_ROWS_MIN {
+                w.gathered(out, g, &g.order, true);
+            } else {
+                let (head, tail) = g.order.split_at(g.order.len() / 2);
+                let epoch = w.epoch;
+                write_halves(
+                    out,
+                    tail.len() * JSON_BYTES_PER_CELL * (1 + g.columns.len()),
+                    |out| w.gathered(out, g, head, true),
+                    |rest| RowWriter::new(epoch).gathered(rest, g, tail, false),
+                );
+            }
+            out.push(']');
+        }
+    }
+    out.push('}');
+}
+
+/// A series' JSON up to its rows: `{`, its name, tags and columns (the columns' JSON kept in `columns`
+/// for the next series sharing them).
+fn series_head<'s>(out: &mut String, s: &'s Series, columns: &mut Option<(&'s std::sync::Arc<[String]>, String)>) {
     out.push('{');
     let mut first = true;
     let mut sep = |out: &mut String| {
@@ -602,28 +689,6 @@ fn render_series<'s>(out: &mut String, s: &'s Series, columns: &mut Option<(&'s 
             *columns = Some((&s.columns, json));
         }
     }
-    match &s.values {
-        None => {}
-        Some(Values::Rows(values)) => w.rows(out, values.iter().map(Vec::as_slice)),
-        Some(Values::Flat(values)) => w.rows(out, values.iter()),
-        Some(Values::Gathered(g)) => {
-            out.push_str(",\"values\":[");
-            if g.order.len() < PARALLEL_WRITE_ROWS_MIN {
-                w.gathered(out, g, &g.order, true);
-            } else {
-                let (head, tail) = g.order.split_at(g.order.len() / 2);
-                let epoch = w.epoch;
-                write_halves(
-                    out,
-                    tail.len() * JSON_BYTES_PER_CELL * (1 + g.columns.len()),
-                    |out| w.gathered(out, g, head, true),
-                    |rest| RowWriter::new(epoch).gathered(rest, g, tail, false),
-                );
-            }
-            out.push(']');
-        }
-    }
-    out.push('}');
 }
 
 /// A finite float in the shortest digits that read back as it, in `Display`'s form (never an exponent,
@@ -863,10 +928,17 @@ mod tests {
             let big: Vec<(u32, u32)> = (0..n).map(|i| if i % 2 == 0 { (0, (i / 2) % 2) } else { (1, 0) }).collect();
             let (g, r) = series(big);
             let (gathered, rows) = (vec![StatementResult::series(vec![g])], vec![StatementResult::series(vec![r])]);
+            let gathered = Arc::new(gathered);
+            let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).build().unwrap();
             for epoch in [None, Some(1)] {
                 let (a, b) = (render(&gathered, epoch), render(&rows, epoch));
                 assert_eq!(a.len(), b.len());
                 assert!(a == b, "the two-thread answer differs from the row form's");
+                // The handler's parts: the second half written on the blocking pool and sent after the
+                // first, not copied behind it.
+                let parts = runtime.block_on(render_parts(&gathered, epoch));
+                assert_eq!(parts.len(), 2);
+                assert!(parts.concat() == b, "the parts differ from the row form's answer");
             }
         }
     }
