@@ -255,7 +255,7 @@ async fn render_parts(results: &Arc<Vec<StatementResult>>, epoch: Option<i64>) -
             rest
         });
         let mut head = String::with_capacity(statement_bytes(r).saturating_sub(capacity) + 64);
-        head.push_str("{\"results\":[{\"statement_id\":0,\"series\":[");
+        head.push_str(ONE_STATEMENT_HEAD);
         series_head(&mut head, &r.series[0], &mut None);
         head.push_str(",\"values\":[");
         RowWriter::new(epoch).gathered(&mut head, g, &g.order[..mid], true);
@@ -270,12 +270,15 @@ async fn render_parts(results: &Arc<Vec<StatementResult>>, epoch: Option<i64>) -
         rest.push_str("]}]}");
         rest
     });
-    // As `render` frames its first statement.
     let mut head = String::with_capacity(capacity + 64);
-    head.push_str("{\"results\":[{\"statement_id\":0,\"series\":[");
+    head.push_str(ONE_STATEMENT_HEAD);
     render_list(&mut head, &results[0], 0..mid, epoch);
     join_parts(head, tail, results, epoch).await
 }
+
+/// The start of an answer of one statement with series, as [`render`] frames it: the parts of
+/// [`render_parts`] follow it.
+const ONE_STATEMENT_HEAD: &str = "{\"results\":[{\"statement_id\":0,\"series\":[";
 
 /// The statement's rows when it is one series of gathered rows enough to be written by two threads
 /// ([`PARALLEL_WRITE_ROWS_MIN`]).
