@@ -108,6 +108,17 @@ fn refill<T>(v: &mut Vec<T>, items: impl Iterator<Item = T>) {
     v.extend(items);
 }
 
+/// `v` set to `n` values, `value` of each row of the `runs` (rows of `w` slots, `n` in all; see
+/// [`slots::Slots::runs`]), a run at a time.
+fn gather<'r, T>(v: &mut Vec<T>, n: usize, runs: impl Iterator<Item = &'r [u64]>, w: usize, value: impl Fn(&[u64]) -> T) {
+    v.clear();
+    v.reserve(n);
+    for run in runs {
+        v.extend(run.chunks_exact(w).map(&value));
+    }
+    debug_assert_eq!(v.len(), n);
+}
+
 /// What one allocation costs beyond its bytes (the allocator's header), for the accounting.
 const ALLOC_BYTES: usize = 16;
 
@@ -362,14 +373,19 @@ impl RowBuf {
         };
         let w = self.width();
         c.validity.clear();
-        c.validity.extend(range.clone().map(|i| !self.is_null(i * w + k)));
-        let slots = self.slots.rows(range, w).map(|row| row[k]);
+        if self.extra.as_ref().is_some_and(|e| !e.nulls.is_empty()) {
+            c.validity.extend(range.clone().map(|i| !self.is_null(i * w + k)));
+        } else {
+            c.validity.resize(range.len(), true);
+        }
+        let runs = self.slots.runs(range.clone(), w);
         match &mut c.values {
-            ColumnValues::Float(v) => refill(v, slots.map(f64::from_bits)),
-            ColumnValues::Integer(v) => refill(v, slots.map(|x| x as i64)),
-            ColumnValues::UInteger(v) => refill(v, slots),
-            ColumnValues::Boolean(v) => refill(v, slots.map(|x| x != 0)),
+            ColumnValues::Float(v) => gather(v, range.len(), runs, w, |row| f64::from_bits(row[k])),
+            ColumnValues::Integer(v) => gather(v, range.len(), runs, w, |row| row[k] as i64),
+            ColumnValues::UInteger(v) => gather(v, range.len(), runs, w, |row| row[k]),
+            ColumnValues::Boolean(v) => gather(v, range.len(), runs, w, |row| row[k] != 0),
             ColumnValues::String(v) => {
+                let slots = runs.flat_map(|run| run.chunks_exact(w)).map(|row| row[k]);
                 refill(v, slots.zip(&c.validity).map(|(x, ok)| if *ok { self.strings()[x as usize].clone() } else { String::new() }))
             }
         }

@@ -132,15 +132,19 @@ impl Slots {
         &mut chunk[r * w..(r + 1) * w]
     }
 
-    /// Rows `range`, in order, each a slice of `w` slots (`w > 0`).
-    pub(super) fn rows(&self, range: std::ops::Range<usize>, w: usize) -> impl Iterator<Item = &[u64]> {
+    /// Rows `range`, in order, as runs of whole rows: one slice of `w` slots per row for each chunk the
+    /// range touches (`w > 0`). A caller copying a column out takes each run's rows with
+    /// `chunks_exact(w)`, whose exact length lets the copy go without a capacity check per row: through an
+    /// iterator of rows over all the chunks (a `flat_map`), the gather of a column was most of a
+    /// `count()` over a full memtable and a tenth of the flush's CPU.
+    pub(super) fn runs(&self, range: std::ops::Range<usize>, w: usize) -> impl Iterator<Item = &[u64]> {
         assert!(w > 0, "rows of no slots are not iterated");
         let per = rows_per_chunk(w);
         let chunks = self.full.iter().flat_map(|m| m.iter()).chain(std::iter::once(&self.cur));
-        chunks.enumerate().skip(range.start / per).take_while(move |(c, _)| c * per < range.end).flat_map(move |(c, chunk)| {
+        chunks.enumerate().skip(range.start / per).take_while(move |(c, _)| c * per < range.end).map(move |(c, chunk)| {
             let lo = range.start.saturating_sub(c * per);
             let hi = (range.end - c * per).min(per);
-            chunk[lo * w..hi * w].chunks_exact(w)
+            &chunk[lo * w..hi * w]
         })
     }
 }
@@ -171,7 +175,8 @@ mod tests {
                 assert_eq!(s.row(i, w), (0..w).map(|k| value(i, k)).collect::<Vec<_>>());
             }
             for range in [0..n, 0..0, 1..per, per - 1..per + 1, per..2 * per, per + 1..n - 1, n..n] {
-                let got: Vec<u64> = s.rows(range.clone(), w).flatten().copied().collect();
+                let got: Vec<u64> = s.runs(range.clone(), w).flatten().copied().collect();
+                assert!(s.runs(range.clone(), w).all(|r| r.len() % w == 0), "runs of whole rows");
                 let want: Vec<u64> = range.flat_map(|i| (0..w).map(move |k| value(i, k))).collect();
                 assert_eq!(got, want, "w {w}");
             }
