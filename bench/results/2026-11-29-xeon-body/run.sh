@@ -18,3 +18,8 @@ echo "== s5 $(date -u +%H:%M:%S)"
 bench/compare --profile full --scenarios 5 --peers sundial,questdb --skip-queries \
   --data-cache-max-gb 8 --step-timeout 900 --resume --results-dir $R/compare-s5
 echo "== exit $? $(date -u +%H:%M:%S)"
+# Then scenarios 3 and 4 (100 K and 1 M devices), the loads only, Sundial and QuestDB:
+echo "== s34 $(date -u +%H:%M:%S)"
+bench/compare --profile full --scenarios 3,4 --peers sundial,questdb --skip-queries \
+  --data-cache-max-gb 8 --step-timeout 900 --resume --results-dir $R/compare-s34
+echo "== exit $? $(date -u +%H:%M:%S)"
