@@ -531,17 +531,18 @@ const TOUCH_AHEAD_ROWS: usize = 16;
 
 /// Reads a byte of every cache line of rows `order` of `g`, all of them before any is written. Gathered
 /// rows are read in time order, hopping from series to series over hundreds of megabytes (TSBS's
-/// high-cpu-all at 4,000 hosts: 1.6 M rows of 11 cells, 264 bytes each), so nearly every row's cells
+/// high-cpu-all at 4,000 hosts: 1.6 M rows of 11 cells, 176 bytes each), so nearly every row's cells
 /// miss the caches; written one row after the other, each row waited for its own lines (the first cell's
 /// load was most of the writer's CPU). Loads that depend on nothing go out together instead. Safe Rust
 /// has no prefetch instruction: this reads the lines, and `black_box` keeps the reads from being dropped.
 fn touch_rows(g: &Gathered, order: &[(u32, u32)]) {
-    // Cells two apart are 48 bytes apart: every 64-byte line of a row holds one of them.
+    // Cells four apart are 64 bytes apart: with the last, the start of one of them is in every 64-byte
+    // line of a row (a line that starts within a cell holds the start of the next four, or the last).
     const STEP: usize = 64 / std::mem::size_of::<Cell>();
     let mut nulls = 0usize;
     for &(c, r) in order {
         let row = g.chunks[c as usize].row(r as usize, g.width);
-        nulls += row.iter().step_by(STEP).filter(|cell| matches!(cell, Cell::Null)).count();
+        nulls += row.iter().step_by(STEP).chain(row.last()).filter(|cell| matches!(cell, Cell::Null)).count();
     }
     std::hint::black_box(nulls);
 }
@@ -848,8 +849,8 @@ mod tests {
     fn a_series_table_renders_as_its_series() {
         use sundial_query::influx::values::NO_CODE;
         let table = |rows: usize| {
-            let hosts: std::sync::Arc<[std::sync::Arc<str>]> = (0..rows).map(|i| format!("h\"{i}").into()).collect();
-            let regions: std::sync::Arc<[std::sync::Arc<str>]> = vec!["r0".into(), "r\\1".into()].into();
+            let hosts: std::sync::Arc<[sundial_query::influx::ArcStr]> = (0..rows).map(|i| format!("h\"{i}").into()).collect();
+            let regions: std::sync::Arc<[sundial_query::influx::ArcStr]> = vec!["r0".into(), "r\\1".into()].into();
             let mut codes = Vec::new();
             let mut cells = Vec::new();
             for i in 0..rows {

@@ -222,7 +222,7 @@ pub struct TagDict {
     /// Every value as a shared string, made when a read first asks ([`TagDict::shared_values`]) and
     /// extended when values were added since; `None` until then, and for a dictionary of more than
     /// [`limits::TAG_DICT_SHARED_VALUES_MAX`] values.
-    shared: parking_lot::Mutex<Option<Arc<[Arc<str>]>>>,
+    shared: parking_lot::Mutex<Option<Arc<[arcstr::ArcStr]>>>,
 }
 
 impl std::fmt::Debug for TagDict {
@@ -264,7 +264,7 @@ impl TagDict {
     /// lastpoint, answering 100 to 4,000 series, spent a tenth of its CPU making and freeing them, every
     /// query again. Values are only ever appended, so ids keep their text; values added since the last
     /// call are made then, the others shared with the previous list.
-    pub fn shared_values(&self) -> Option<Arc<[Arc<str>]>> {
+    pub fn shared_values(&self) -> Option<Arc<[arcstr::ArcStr]>> {
         let n = self.len();
         if n > limits::TAG_DICT_SHARED_VALUES_MAX {
             return None;
@@ -273,10 +273,10 @@ impl TagDict {
         if let Some(v) = shared.as_ref().filter(|v| v.len() == n) {
             return Some(Arc::clone(v));
         }
-        let old: &[Arc<str>] = shared.as_deref().unwrap_or(&[]);
+        let old: &[arcstr::ArcStr] = shared.as_deref().unwrap_or(&[]);
         debug_assert!(old.len() <= n, "a tag dictionary lost values");
         let kept = old.len().min(n);
-        let v: Arc<[Arc<str>]> = old[..kept].iter().cloned().chain((kept..n).map(|i| Arc::from(self.text(i as u32)))).collect();
+        let v: Arc<[arcstr::ArcStr]> = old[..kept].iter().cloned().chain((kept..n).map(|i| arcstr::ArcStr::from(self.text(i as u32)))).collect();
         debug_assert!(v.iter().enumerate().all(|(i, s)| **s == *self.text(i as u32)), "shared values out of step with the values");
         *shared = Some(Arc::clone(&v));
         Some(v)
@@ -1285,7 +1285,7 @@ mod tests {
         d.intern("sa", 9).unwrap();
         let b = d.shared_values().unwrap();
         assert_eq!(b.iter().map(|s| &**s).collect::<Vec<_>>(), ["eu", "us", "ap", "sa"]);
-        assert!(a.iter().zip(b.iter()).all(|(x, y)| Arc::ptr_eq(x, y)), "the earlier strings are kept");
+        assert!(a.iter().zip(b.iter()).all(|(x, y)| arcstr::ArcStr::ptr_eq(x, y)), "the earlier strings are kept");
         assert!(d.heap_bytes() > 4 * 32, "the shared strings are counted");
 
         let mut big = TagDict::default();

@@ -1,7 +1,7 @@
 //! One value of an InfluxQL result, read out of Arrow arrays, and InfluxQL's arithmetic on it.
 
 use std::cmp::Ordering;
-use std::sync::Arc;
+pub use arcstr::ArcStr;
 
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int64Array, ListArray, StringArray, UInt64Array,
@@ -18,18 +18,20 @@ pub enum Cell {
     Float(f64),
     Integer(i64),
     UInteger(u64),
-    /// Shared: a series' tag value is one allocation however many rows carry it.
-    String(Arc<str>),
+    /// Shared: a series' tag value is one allocation however many rows carry it. A thin pointer (its
+    /// length is in the allocation), so that a cell is two words, not three: see the size below.
+    String(ArcStr),
     Boolean(bool),
     Time(i64),
     /// A list (from `array_agg`), used internally for `percentile` and `distinct`; never printed.
-    /// Boxed: a cell is 24 bytes, not 32 (raw answers hold millions of them: TSBS's high-cpu-all at
-    /// 4,000 hosts is 1.6 M rows of 21).
+    /// Boxed: a cell stays two words.
     List(Box<Vec<Cell>>),
 }
 
-// Raw answers are millions of cells: keep one at three words.
-const _: () = assert!(std::mem::size_of::<Cell>() == 24);
+/// Raw answers are millions of cells (TSBS's high-cpu-all at 4,000 hosts: 1.6 M rows of 11), written
+/// once, read back in time order across series and dropped: their bytes are most of that answer's
+/// memory traffic. Two words: a string is an [`ArcStr`] (thin), a list a `Box`.
+const _: () = assert!(std::mem::size_of::<Cell>() == 16);
 
 impl Cell {
     pub fn is_null(&self) -> bool {
@@ -88,7 +90,7 @@ fn array_cell(a: &ArrayRef, row: usize) -> Cell {
         DataType::Int64 => Cell::Integer(a.as_any().downcast_ref::<Int64Array>().map_or(0, |x| x.value(row))),
         DataType::UInt64 => Cell::UInteger(a.as_any().downcast_ref::<UInt64Array>().map_or(0, |x| x.value(row))),
         DataType::Boolean => Cell::Boolean(a.as_any().downcast_ref::<BooleanArray>().is_some_and(|x| x.value(row))),
-        DataType::Utf8 => Cell::String(a.as_any().downcast_ref::<StringArray>().map_or_else(|| Arc::from(""), |x| Arc::from(x.value(row)))),
+        DataType::Utf8 => Cell::String(a.as_any().downcast_ref::<StringArray>().map_or_else(|| ArcStr::new(), |x| ArcStr::from(x.value(row)))),
         DataType::Timestamp(..) => match cast(a, &DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Nanosecond, None)) {
             Ok(ts) => Cell::Time(ts.as_primitive::<TimestampNanosecondType>().value(row)),
             Err(_) => Cell::Null,

@@ -24,7 +24,7 @@ pub mod values;
 
 use std::sync::Arc;
 
-pub use cell::Cell;
+pub use cell::{ArcStr, Cell};
 pub use values::{FlatRows, SeriesTable, Values};
 
 use crate::QueryEngine;

@@ -20,7 +20,7 @@ use regex::Regex;
 use sundial_storage::catalog::ColumnKind;
 use sundial_storage::types::FieldType;
 
-use super::cell::{Cell, CellColumn, arithmetic, negate};
+use super::cell::{ArcStr, Cell, CellColumn, arithmetic, negate};
 use super::cond::{self, ColKind, TableInfo, TimeRange, ident};
 use super::values::{self, Chunk, Gathered};
 use super::{BUCKETS_PER_SERIES_MAX, FlatRows, RESULT_ROWS_MAX, Series, SeriesTable, StatementResult, TOP_N_MAX, Values, database, too_many_rows};
@@ -972,7 +972,7 @@ impl GroupRows {
 fn same_cells(a: &[Cell], b: &[Cell]) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).all(|(x, y)| match (x, y) {
-            (Cell::String(x), Cell::String(y)) => Arc::ptr_eq(x, y) || x == y,
+            (Cell::String(x), Cell::String(y)) => ArcStr::ptr_eq(x, y) || x == y,
             (x, y) => x == y,
         })
 }

@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use super::Cell;
+use super::cell::ArcStr;
 
 /// Rows of a [`super::Series`].
 #[derive(Clone, Debug)]
@@ -158,7 +159,7 @@ pub struct SeriesTable {
     /// What each column after the time shows: a tag (an index of `tag_values`) or a cell of the row.
     pub sources: Arc<[Column]>,
     /// Per tag, its values by dictionary code.
-    pub tag_values: Vec<Arc<[Arc<str>]>>,
+    pub tag_values: Vec<Arc<[ArcStr]>>,
     /// Cells per row: the time, then the fields read.
     pub width: usize,
     /// Per row, in answer order: a code per tag of `tag_values` ([`NO_CODE`]: none).

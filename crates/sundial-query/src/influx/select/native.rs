@@ -31,7 +31,7 @@ use sundial_storage::types::{Column, ColumnValues, FieldType, Value};
 
 use super::{Call, FlatRows, Func, bucket_start, compile};
 use crate::influx::{RESULT_ROWS_MAX, too_many_rows};
-use crate::influx::cell::Cell;
+use crate::influx::cell::{ArcStr, Cell};
 use crate::influx::values::{Chunk, NO_CODE};
 use crate::influx::cond::{ColKind, TableInfo, TimeRange, flip};
 use crate::influxql::{BinaryOp, Expr};
@@ -1615,8 +1615,8 @@ fn tag_cells(engine: &Engine, sc: &Scope, tag_cols: &[ColId], series: &[SeriesId
 /// A tag's values for [`tag_cells`]: its dictionary's shared strings, or those made by this query so
 /// far (by code).
 enum TagValues {
-    Shared(Arc<[Arc<str>]>),
-    Made(Vec<Option<Arc<str>>>),
+    Shared(Arc<[ArcStr]>),
+    Made(Vec<Option<ArcStr>>),
 }
 
 /// The rows of `plan.scope.series[range]`, a chunk per series with rows (its tags, and per row the
@@ -1669,7 +1669,7 @@ fn raw_rows(engine: &Engine, plan: &RawPlan, range: std::ops::Range<usize>) -> R
 /// the plan and the cells (time and selected fields) of one series' last row.
 pub(super) struct LastTable {
     /// Per tag of the plan (`RawShape::tags`), its values by code.
-    pub tag_values: Vec<Arc<[Arc<str>]>>,
+    pub tag_values: Vec<Arc<[ArcStr]>>,
     pub codes: Vec<u32>,
     pub cells: Vec<Cell>,
 }
@@ -1696,7 +1696,7 @@ pub(super) async fn run_last_table(engine: Arc<Engine>, plan: RawPlan, group: &[
         let cat = engine.catalog();
         let sc = &plan.scope;
         let Some(t) = cat.db_by_id(sc.db).and_then(|d| d.table_by_id(sc.table)) else { return Ok(None) };
-        let mut tag_values: Vec<Arc<[Arc<str>]>> = Vec::with_capacity(plan.tag_cols.len());
+        let mut tag_values: Vec<Arc<[ArcStr]>> = Vec::with_capacity(plan.tag_cols.len());
         for c in &plan.tag_cols {
             match t.tag_dict(*c).map(|d| d.shared_values()) {
                 Some(Some(v)) => tag_values.push(v),
