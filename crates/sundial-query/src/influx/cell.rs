@@ -90,7 +90,7 @@ fn array_cell(a: &ArrayRef, row: usize) -> Cell {
         DataType::Int64 => Cell::Integer(a.as_any().downcast_ref::<Int64Array>().map_or(0, |x| x.value(row))),
         DataType::UInt64 => Cell::UInteger(a.as_any().downcast_ref::<UInt64Array>().map_or(0, |x| x.value(row))),
         DataType::Boolean => Cell::Boolean(a.as_any().downcast_ref::<BooleanArray>().is_some_and(|x| x.value(row))),
-        DataType::Utf8 => Cell::String(a.as_any().downcast_ref::<StringArray>().map_or_else(|| ArcStr::new(), |x| ArcStr::from(x.value(row)))),
+        DataType::Utf8 => Cell::String(a.as_any().downcast_ref::<StringArray>().map_or_else(ArcStr::new, |x| ArcStr::from(x.value(row)))),
         DataType::Timestamp(..) => match cast(a, &DataType::Timestamp(datafusion::arrow::datatypes::TimeUnit::Nanosecond, None)) {
             Ok(ts) => Cell::Time(ts.as_primitive::<TimestampNanosecondType>().value(row)),
             Err(_) => Cell::Null,
