@@ -370,7 +370,9 @@ impl TagDict {
             + self.index.capacity() * 9
             + self.lists.capacity() * std::mem::size_of::<Postings>()
             + self.lists.iter().map(|p| p.gaps.capacity()).sum::<usize>()
-            + self.shared.lock().as_deref().map_or(0, |v| v.iter().map(|s| 16 + 16 + s.len()).sum::<usize>())
+            // Per shared value: its pointer in the list, and its allocation (arcstr's header of length and
+            // count, 16 bytes, then the text).
+            + self.shared.lock().as_deref().map_or(0, |v| v.iter().map(|s| std::mem::size_of::<arcstr::ArcStr>() + 16 + s.len()).sum::<usize>())
     }
 }
 
