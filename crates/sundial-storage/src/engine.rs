@@ -158,7 +158,7 @@ pub struct EngineConfig {
     pub extra_data_dirs: Vec<PathBuf>,
     /// When writes are acknowledged. Default: [`SyncPolicy::Batch`].
     pub wal_sync: SyncPolicy,
-    /// Bytes of the active memtable that start a flush (a quarter of it while its series are few and long:
+    /// Bytes of the active memtable that start a flush (half of it while its series are few and long:
     /// [`crate::memtable::MemGen::full`]). Default: an eighth of the memory, 64 MiB to 1 GiB
     /// ([`limits::MEMTABLE_MEMORY_DIVISOR`], [`crate::sysmem`]).
     pub memtable_bytes_max: usize,

@@ -148,14 +148,17 @@ pub const MEMTABLE_BYTES_DEFAULT_MIN: usize = 64 * 1024 * 1024;
 
 /// A memtable whose series average at least this many rows is flushed once it holds
 /// `memtable_bytes_max / MEMTABLE_FEW_SERIES_DIVISOR` bytes: each series' flushed block is long already
-/// (and compaction merges a partition's into one), so holding more rows only costs memory, and fresh
-/// memory is dear here (first touches cost 1–2 ms per MiB on the VMs measured). TSBS's 100 hosts loaded
-/// 7 % sooner with peak memory halved (BENCHMARKS.md, "Memtables of few series"); at 4,000 hosts and
-/// more the budget holds far fewer rows per series than this, and the flush waits for the whole budget.
+/// (and compaction merges a partition's into one), so holding more rows only costs memory. A half, not
+/// the quarter `ac7576c` chose when the allocator's huge pages made first touches dear (1–2 ms per MiB):
+/// with 4 KiB pages (`4eae165`) the quarter no longer lowered the peak of TSBS's 100 hosts × 4 days (a
+/// flush of the first 256 MiB while the rest was written peaked as high as holding all ~300 MiB) and cost
+/// the load that flush, a fifth of the server's CPU until every row was committed (BENCHMARKS.md, "Few
+/// long series flushed at half the budget"). At 4,000 hosts and more the budget holds far fewer rows per
+/// series than this, and the flush waits for the whole budget.
 pub const MEMTABLE_FEW_SERIES_ROWS: u64 = 2048;
 
 /// See [`MEMTABLE_FEW_SERIES_ROWS`].
-pub const MEMTABLE_FEW_SERIES_DIVISOR: usize = 4;
+pub const MEMTABLE_FEW_SERIES_DIVISOR: usize = 2;
 
 /// Default series of one table, held by the active memtable and wanted by a read, from which the read
 /// freezes the memtable (when writes let it) instead of copying their rows

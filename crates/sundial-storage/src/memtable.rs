@@ -1500,7 +1500,7 @@ mod tests {
     }
 
     #[test]
-    fn a_generation_of_few_long_series_is_full_at_a_quarter_of_the_budget() {
+    fn a_generation_of_few_long_series_is_full_at_a_part_of_the_budget() {
         let fields = [(0, Value::Float(1.0)), (1, Value::Float(2.0))];
         let write = |g: &mut MemGen, series: u32, rows: i64| {
             let mut b = WriteBatch::new(0);
@@ -1512,12 +1512,12 @@ mod tests {
             g.apply(&b);
         };
         let per_series = limits::MEMTABLE_FEW_SERIES_ROWS as i64;
-        // Two series of that many rows: full at a quarter of a budget, not at a fifth.
+        // Two series of that many rows: full at that part of a budget, not at a smaller part.
         let mut few = MemGen::default();
         write(&mut few, 2, per_series);
-        let quarter = few.bytes * limits::MEMTABLE_FEW_SERIES_DIVISOR;
-        assert!(few.full(quarter));
-        assert!(!few.full(quarter + limits::MEMTABLE_FEW_SERIES_DIVISOR));
+        let part = few.bytes * limits::MEMTABLE_FEW_SERIES_DIVISOR;
+        assert!(few.full(part));
+        assert!(!few.full(part + limits::MEMTABLE_FEW_SERIES_DIVISOR));
         assert!(few.full(few.bytes), "at the budget");
         // As many rows over many more series: full only at the budget.
         let mut many = MemGen::default();

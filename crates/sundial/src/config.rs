@@ -67,7 +67,7 @@ pub struct ServeArgs {
     #[arg(long, env = "SUNDIAL_WAL_SYNC")]
     pub wal_sync: Option<String>,
 
-    /// Memtable size that triggers a flush to segment files, in MiB; a quarter of it once its series average
+    /// Memtable size that triggers a flush to segment files, in MiB; half of it once its series average
     /// 2,048 rows or more (few long series fill long blocks already). [default: an eighth of the memory
     /// (or of the cgroup's limit), at least 64 and at most 1024]
     #[arg(long, env = "SUNDIAL_MEMTABLE_MIB")]
