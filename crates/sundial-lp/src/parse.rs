@@ -1125,12 +1125,16 @@ fn count_newlines(bytes: &[u8]) -> usize {
 }
 
 /// The longest valid UTF-8 prefix of `bytes`.
+///
+/// Checked by `simdutf8`, 32 or 64 bytes at a time where the processor can, rather than by
+/// `std::str::from_utf8`, which took 2.6–3 % of the server's CPU loading TSBS's 100 hosts (a whole
+/// 3.4 MB body checked before its first line is parsed).
 fn valid_prefix(bytes: &[u8]) -> &str {
-    match std::str::from_utf8(bytes) {
+    match simdutf8::compat::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => bytes
             .get(..e.valid_up_to())
-            .and_then(|b| std::str::from_utf8(b).ok())
+            .and_then(|b| simdutf8::compat::from_utf8(b).ok())
             .unwrap_or_default(),
     }
 }
