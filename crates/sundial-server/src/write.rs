@@ -209,7 +209,13 @@ fn write_lines_with(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i6
     let mut fields: Fields<'_> = Vec::new();
     // The names and values as the engine takes them. A field named `time` is dropped (as InfluxDB
     // does); a line left without fields is refused.
-    let mut values: Vec<(&str, Value)> = Vec::new();
+    //
+    // In an arena, so that they are freed without being read again when none owns a string (see the end):
+    // dropping a vector of them read every entry to find none (2.1 % of the server's CPU loading TSBS's
+    // 100 hosts, 4 MB per 10,000-line body, out of the caches by then).
+    let value_arena = bumpalo::Bump::new();
+    let mut values: bumpalo::collections::Vec<'_, (&str, Value)> = bumpalo::collections::Vec::new_in(&value_arena);
+    let mut owned_strings = false;
     let mut rejected = Vec::new();
     let share = state.key_sharing.advise();
     let mut lines = sundial_lp::parse_lines(body);
@@ -241,7 +247,9 @@ fn write_lines_with(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i6
                                     Cow::Borrowed(k) => k,
                                     Cow::Owned(k) => escaped_names.alloc_str(&k),
                                 };
-                                values.push((name, to_value(v)));
+                                let v = to_value(v);
+                                owned_strings |= matches!(v, Value::String(_));
+                                values.push((name, v));
                             }
                         }
                         if values.len() == start {
@@ -300,6 +308,11 @@ fn write_lines_with(state: &Arc<AppState>, db: &str, body: &[u8], multiplier: i6
             Err(e) => return Ok(storage_error(&e)),
         }
     };
+    drop(points);
+    if !owned_strings {
+        // Nothing in them to drop: their memory goes with the arena.
+        std::mem::forget(values);
+    }
     for (line, e) in outcome.rejected {
         rejected.push(Rejection { line, column: None, message: e.to_string() });
     }
