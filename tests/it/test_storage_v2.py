@@ -286,3 +286,39 @@ def test_last_rows_from_segment_tables_follow_newer_writes_and_deletes(make_serv
     want["host_010"] = (1010, 1005.0, "r1")
     want["host_011"] = (11, 5.5, "r2")
     assert last_rows() == want
+
+
+def test_threshold_reads_by_the_hour_keep_decoded_pages_and_answer_the_same_from_them(make_server):
+    """A `WHERE field > x` read decodes only the hours whose statistics may hold such a row; the pages it
+    decodes (a block's column longer than a page, 2,048 rows) are kept (`decoded_pages` in /debug/vars),
+    and the same statement asked again reads them from there, with the same answer, which is exactly
+    the rows over the threshold."""
+    s = make_server()
+    assert s.sql("CREATE DATABASE db").status_code == 200
+    step = 2 * 10**9  # 1,800 rows an hour, 10,800 in six hours: a block's columns are several pages
+    rows = 6 * 1800
+    # Over 90 only in hours 1 and 4 (minutes 10-20 of each); a second field follows the row number.
+    usage = [95 + i % 3 if (i // 1800) in (1, 4) and 300 <= i % 1800 < 600 else 40 + i % 40 for i in range(rows)]
+    for h in ("a", "b"):
+        lines = [f"cpu,host={h} usage={u}i,seq={i}i {i * step}" for i, u in enumerate(usage)]
+        assert s.write("db", "\n".join(lines)).status_code == 204
+    s.stop()  # flushed into a segment file, whose blocks carry hour statistics
+    s = make_server()
+    q = "SELECT * FROM cpu WHERE usage > 90 AND time >= 0 AND time < 21600000000000"
+    want = sorted((i * step, h, i) for h in ("a", "b") for i, u in enumerate(usage) if u > 90)
+
+    def answer():
+        r = requests.get(s.url + "/query", params={"db": "db", "q": q, "epoch": "ns"}, timeout=60)
+        assert r.status_code == 200, r.text
+        x = r.json()["results"][0]["series"][0]
+        assert x["columns"] == ["time", "host", "seq", "usage"], x["columns"]
+        return sorted((t, h, seq) for t, h, seq, _ in x["values"])
+
+    before = debug_vars(s)["decoded_pages"]
+    assert answer() == want
+    first = debug_vars(s)["decoded_pages"]
+    assert first["misses"] > before["misses"] and first["entries"] > before["entries"], (before, first)
+    assert 0 < first["bytes"] <= first["capacity"], first
+    assert answer() == want
+    second = debug_vars(s)["decoded_pages"]
+    assert second["misses"] == first["misses"] and second["hits"] > first["hits"], (first, second)

@@ -63,6 +63,7 @@ async fn debug_vars(State(state): State<Arc<AppState>>) -> Response {
     let c = state.engine.block_index_cache_stats();
     let compaction = state.engine.compaction_status();
     let (last_values_tables, last_values_bytes) = sundial_storage::last_values::stats();
+    let pages = sundial_storage::codec::page_cache::stats();
     let w = state.engine.write_waits();
     axum::Json(json!({
         "sundial": {
@@ -75,6 +76,10 @@ async fn debug_vars(State(state): State<Arc<AppState>>) -> Response {
                 "hits": c.hits, "misses": c.misses, "evictions": c.evictions,
             },
             "last_values": { "tables": last_values_tables, "bytes": last_values_bytes },
+            "decoded_pages": {
+                "entries": pages.entries, "bytes": pages.bytes, "capacity": pages.capacity,
+                "hits": pages.hits, "misses": pages.misses,
+            },
             "compaction": {
                 "running": compaction.running, "pending": compaction.pending,
                 "write_cold_later": compaction.write_cold_later,

@@ -51,6 +51,13 @@ pub const DECODED_PACKS_BYTES_MAX: usize = 16 * 1024 * 1024;
 /// over 5 days).
 pub const HOUR_CHUNKS_BYTES_MAX: usize = 64 * 1024 * 1024;
 
+/// Memory for decoded pages of paged numeric columns, all open segments together (`codec/page_cache.rs`):
+/// the pages a read of some hours of blocks decoded (TSBS's high-cpu), packed to the bytes their values'
+/// spread needs. At one byte a value (TSBS's integer fields) a page of 2,048 is about 2 KiB, and this
+/// keeps some 30,000: all ten fields of 100 hosts over 4 days (scenario 1), a seventh of 4,000 hosts'
+/// 12 hours. A dashboard's panel asked again, or a window moved by a step, decodes nothing twice.
+pub const DECODED_PAGES_BYTES_MAX: usize = 64 * 1024 * 1024;
+
 /// Memory for the segments' tables of each series' last row (`last_values.rs`), all open segments
 /// together: 20 bytes per series and 9 per column, so about 110 bytes a series of ten columns, and this
 /// keeps those of some 600,000 series. A segment whose table would be larger is read through its block

@@ -1455,6 +1455,7 @@ impl Drop for Segment {
         self.cache.forget_segment(self.number, self.groups.len() as u32);
         DECODED_PACKS.lock().forget_segment(self.number);
         HOUR_CHUNKS.lock().forget(|k| k.0 == self.number);
+        codec::page_cache::forget_segment(self.number);
         crate::last_values::forget_segment(self.number);
     }
 }
@@ -2146,8 +2147,10 @@ impl Segment {
                     continue;
                 };
                 k += 1;
-                // Only the rows in range: a paged column decodes just the pages holding them.
-                let (c, valid) = codec::decode_column_rows(bytes.get(k), m.ty, n, self.version, start..end)
+                // Only the rows in range: a paged column decodes just the pages holding them, or finds
+                // them decoded by an earlier span or read ([`codec::page_cache`]).
+                let cached = Some((self.number, m.chunk.offset));
+                let (c, valid) = codec::decode_column_rows_cached(bytes.get(k), m.ty, n, self.version, start..end, cached)
                     .map_err(|e| corrupt(m.chunk.offset, format!("column {col} (segment version {}): {e}", self.version)))?;
                 if c.len() != end - start || c.values.len() != end - start || valid != m.stats.count as usize {
                     return Err(corrupt(m.chunk.offset, format!("column {col} disagrees with the block index")));

@@ -112,6 +112,7 @@ mod cursor;
 mod float;
 mod gorilla;
 mod numeric;
+pub mod page_cache;
 mod pcodec;
 mod string;
 mod ts;
@@ -446,12 +447,19 @@ fn check_values_codec(cur: &Cursor<'_>, segment_version: u32) -> Result<()> {
 /// the block index). A numeric column stored as PcoPaged decodes only the pages holding the values of
 /// `rows` (its non-null ones); any other chunk is decoded whole and cut. Either way the whole chunk is
 /// checked for the structure [`decode_column_in`] checks, but the skipped pages' numbers are not decoded.
-pub fn decode_column_rows(
+pub fn decode_column_rows(buf: &[u8], ty: FieldType, n: usize, segment_version: u32, rows: std::ops::Range<usize>) -> Result<(Column, usize)> {
+    decode_column_rows_cached(buf, ty, n, segment_version, rows, None)
+}
+
+/// [`decode_column_rows`] of the chunk `cached` names, if given: a paged column's pages are then looked
+/// for in [`page_cache`], and those decoded are kept there.
+pub fn decode_column_rows_cached(
     buf: &[u8],
     ty: FieldType,
     n: usize,
     segment_version: u32,
     rows: std::ops::Range<usize>,
+    cached: Option<page_cache::ChunkKey>,
 ) -> Result<(Column, usize)> {
     check_rows(n)?;
     if rows.start > rows.end || rows.end > n {
@@ -473,9 +481,9 @@ pub fn decode_column_rows(
     let first = validity[..rows.start].iter().filter(|v| **v).count();
     let values = first..first + window.iter().filter(|v| **v).count();
     let values = match ty {
-        FieldType::Integer => ColumnValues::Integer(spread(numeric::decode_rows(&mut cur, m, values)?, window)),
-        FieldType::UInteger => ColumnValues::UInteger(spread(numeric::decode_rows(&mut cur, m, values)?, window)),
-        _ => ColumnValues::Float(spread(numeric::decode_rows(&mut cur, m, values)?, window)),
+        FieldType::Integer => ColumnValues::Integer(spread(numeric::decode_rows(&mut cur, m, values, cached)?, window)),
+        FieldType::UInteger => ColumnValues::UInteger(spread(numeric::decode_rows(&mut cur, m, values, cached)?, window)),
+        _ => ColumnValues::Float(spread(numeric::decode_rows(&mut cur, m, values, cached)?, window)),
     };
     cur.finish("column chunk")?;
     Ok((Column { values, validity: window.to_vec() }, m))

@@ -8,6 +8,7 @@
 //! refuses those tags.
 
 use super::cursor::Cursor;
+use super::page_cache::ChunkKey;
 use super::pcodec::Pages;
 use super::{Codec, CodecError, Delta, Effort, Result, alp, gorilla, pcodec};
 
@@ -19,6 +20,15 @@ pub(super) trait Word: pco::data_types::Number {
     const WHAT: &'static str;
     fn to_bits(self) -> u64;
     fn from_bits(bits: u64) -> Self;
+    /// The value as a number in which close values are close, so that a page's spread is small: its
+    /// bits, but for signed integers, whose sign bit is flipped (−1 and 0 are neighbours). Keys decoded
+    /// pages ([`super::page_cache`]).
+    fn to_key(self) -> u64 {
+        self.to_bits()
+    }
+    fn from_key(key: u64) -> Self {
+        Self::from_bits(key)
+    }
     /// Decodes a float-only values section (ALP, Gorilla); other types refuse the tag.
     fn decode_float(codec: Codec, _cur: &mut Cursor<'_>, _m: usize) -> Result<Vec<Self>> {
         Err(CodecError::WrongCodec { what: Self::WHAT, codec })
@@ -33,6 +43,12 @@ impl Word for i64 {
     }
     fn from_bits(bits: u64) -> Self {
         bits as i64
+    }
+    fn to_key(self) -> u64 {
+        (self as u64) ^ (1 << 63)
+    }
+    fn from_key(key: u64) -> Self {
+        (key ^ (1 << 63)) as i64
     }
 }
 
@@ -116,7 +132,7 @@ pub(super) fn decode<T: Word>(cur: &mut Cursor<'_>, m: usize) -> Result<Vec<T>> 
         Codec::Plain => get_plain(cur, m),
         Codec::Pco if m == 0 => Err(CodecError::Corrupt { what: "pco values section for zero values" }),
         Codec::Pco => pcodec::decompress(cur.rest(), m, T::WHAT),
-        Codec::PcoPaged => pcodec::decompress_pages(cur.rest(), m, 0..m, T::WHAT),
+        Codec::PcoPaged => pcodec::decompress_pages(cur.rest(), m, 0..m, T::WHAT, None),
         codec @ (Codec::Alp | Codec::Gorilla) => T::decode_float(codec, cur, m),
         codec => Err(CodecError::WrongCodec { what: T::WHAT, codec }),
     }
@@ -125,10 +141,11 @@ pub(super) fn decode<T: Word>(cur: &mut Cursor<'_>, m: usize) -> Result<Vec<T>> 
 /// Values `rows` (within `0..m`) of a values section of `m` numbers: of a PcoPaged section only the
 /// pages holding them are decoded; any other codec is decoded whole. The whole section is consumed
 /// (and its page lengths checked) either way.
-pub(super) fn decode_rows<T: Word>(cur: &mut Cursor<'_>, m: usize, rows: std::ops::Range<usize>) -> Result<Vec<T>> {
+/// `cached` names the chunk, whose decoded pages are then looked for and kept in [`super::page_cache`].
+pub(super) fn decode_rows<T: Word>(cur: &mut Cursor<'_>, m: usize, rows: std::ops::Range<usize>, cached: Option<ChunkKey>) -> Result<Vec<T>> {
     if cur.peek() == Some(Codec::PcoPaged as u8) {
         cur.u8(T::WHAT)?;
-        return pcodec::decompress_pages(cur.rest(), m, rows, T::WHAT);
+        return pcodec::decompress_pages(cur.rest(), m, rows, T::WHAT, cached);
     }
     let mut vals = decode(cur, m)?;
     vals.truncate(rows.end);

@@ -24,6 +24,8 @@ use pco::wrapped::{ChunkDecompressor, FileCompressor, FileDecompressor};
 use pco::{ChunkConfig, DeltaSpec, ModeSpec, PagingSpec};
 
 use super::cursor::Cursor;
+use super::numeric::Word;
+use super::page_cache::{self, ChunkKey};
 use super::{CodecError, Delta, Effort, Result};
 use crate::encoding::put_uvarint;
 
@@ -180,7 +182,16 @@ const PCO_BATCH: usize = 256;
 /// page wholly inside `rows` decodes straight into the result. Every page's length is walked, so a
 /// payload whose pages do not tile it is refused whatever is decoded; a page read to its end must end
 /// exactly there.
-pub(super) fn decompress_pages<T: Number>(buf: &[u8], m: usize, rows: std::ops::Range<usize>, what: &'static str) -> Result<Vec<T>> {
+///
+/// With `cached` (the chunk's name), a page kept in [`page_cache`] is copied out instead of decoded,
+/// and a page decoded is decoded whole and kept.
+pub(super) fn decompress_pages<T: Word>(
+    buf: &[u8],
+    m: usize,
+    rows: std::ops::Range<usize>,
+    what: &'static str,
+    cached: Option<ChunkKey>,
+) -> Result<Vec<T>> {
     let err = |e: PcoError| CodecError::Pco { what, message: e.to_string() };
     let mut cur = Cursor::new(buf);
     read_count(&mut cur, m, what)?;
@@ -203,6 +214,22 @@ pub(super) fn decompress_pages<T: Number>(buf: &[u8], m: usize, rows: std::ops::
         }
         // The numbers wanted of this page: `lo..hi` of its `k`.
         let (lo, hi) = (rows.start.max(start) - start, rows.end.min(start + k) - start);
+        if let Some(chunk) = cached {
+            let at = u32::try_from(p).expect("pages of a payload within CODEC_ROWS_MAX");
+            match page_cache::get(chunk, at) {
+                // Kept at the length this payload gives its page: the same chunk, checksummed when read.
+                Some(kept) if kept.len() == k => kept.unpack_into(lo..hi, &mut out),
+                Some(kept) => return Err(CodecError::LengthMismatch { what: "decoded page kept for the chunk", expected: k, actual: kept.len() }),
+                None => {
+                    scratch.clear();
+                    scratch.resize(k, T::default());
+                    read_page(&mut cd, page, &mut scratch, what)?;
+                    page_cache::put(chunk, at, &scratch);
+                    out.extend_from_slice(&scratch[lo..hi]);
+                }
+            }
+            continue;
+        }
         if lo == 0 && hi == k {
             let at = out.len();
             out.resize(at + k, T::default());

@@ -599,6 +599,35 @@ fn paged_columns_read_back_any_row_range() {
     assert_eq!(column_codecs(&out, 2048).map(|c| c.1), Some(Codec::Pco));
 }
 
+/// Read through the page cache, any row range of a paged column is the same slice as read without it,
+/// whether its pages were kept before (by an overlapping range) or are decoded and kept now; a page
+/// decoded for a range is kept whole, and a read whose pages are all kept finds them (counted as hits).
+#[test]
+fn paged_columns_read_through_the_page_cache_as_without_it() {
+    let n = 5000;
+    // Segment numbers no segment of this test process reaches, one per column.
+    for (i, (col, how)) in paged_columns(n).into_iter().enumerate() {
+        let ty = col.field_type();
+        let mut out = Vec::new();
+        encode_column_with(&col, how, &mut out);
+        let chunk = (u64::MAX - 100 - i as u64, 8);
+        for rows in [100..300, 0..1, 2047..2049, 150..2100, 0..n, 4999..5000, 3000..3000, 4096..5000, 2048..4096] {
+            let (got, m) = decode_column_rows_cached(&out, ty, n, u32::MAX, rows.clone(), Some(chunk)).unwrap();
+            assert_same(&got, &col.slice(rows.clone()));
+            assert_eq!(m, col.validity.iter().filter(|v| **v).count());
+        }
+        assert!(page_cache::holds(chunk, 0) && page_cache::holds(chunk, 1), "{ty:?}: pages decoded for a range are kept");
+        let before = page_cache::stats();
+        let (got, _) = decode_column_rows_cached(&out, ty, n, u32::MAX, 10..4500, Some(chunk)).unwrap();
+        assert_same(&got, &col.slice(10..4500));
+        let after = page_cache::stats();
+        // Rows 10..4500 are values in the first two pages at least (fewer values than rows with nulls).
+        assert!(after.hits >= before.hits + 2, "{ty:?}: kept pages read: {before:?} {after:?}");
+        page_cache::forget_segment(chunk.0);
+        assert!(!page_cache::holds(chunk, 0));
+    }
+}
+
 /// Every strict prefix of a paged chunk is an error, whichever rows are asked for (every page's length
 /// is walked); flipping any byte never panics and, when the rows still decode, gives as many as asked.
 /// (A flip inside a page that is not decoded goes unnoticed here: the segment's chunk checksum is what

@@ -1,0 +1,200 @@
+//! Decoded pages of paged numeric columns ([`super::Codec::PcoPaged`]), kept for the reads of a few
+//! hours of a block that come back to them.
+//!
+//! Why: a read of the hours whose statistics may meet a threshold (TSBS's high-cpu: `usage_user > 90`,
+//! about a fifth of a host's hours; [`crate::engine::HourFilter`]) decodes, for every column, the pco
+//! pages holding those hours: from each page's start, as pco has no random access inside a page, so
+//! twice the rows wanted, and a page again for every span of hours in it. That decoding was a third of
+//! the statement's CPU at 100 hosts × 4 days. Dashboards and TSBS's query files ask overlapping windows
+//! again and again; a page decoded once is copied out after. (ClickHouse's uncompressed cache and
+//! IoTDB's chunk cache keep decoded data for the same reason.)
+//!
+//! Only [`super::decode_column_rows_cached`] reads and fills it, the reads of row ranges: scans of whole
+//! blocks do not come here, so they neither pay the copy nor push the threshold reads' pages out.
+//!
+//! A page is kept frame-of-reference packed: each value's [`Word::to_key`] less the page's smallest,
+//! in the fewest whole bytes (1, 2, 4 or 8) that hold the largest. TSBS's integer fields (0–100) take
+//! one byte a value, 2 KiB a page of 2,048 rather than 16; full-precision floats take eight.
+//! Bounded by [`DECODED_PAGES_BYTES_MAX`] in all, oldest page out first; a segment's pages are dropped
+//! with it ([`forget_segment`]).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock};
+
+use parking_lot::Mutex;
+
+use super::numeric::Word;
+use crate::fifo::FifoCache;
+use crate::limits::DECODED_PAGES_BYTES_MAX;
+
+/// A column chunk, named by its segment's number ([`crate::block_cache::next_segment_no`], never reused
+/// in a process) and its offset in the segment's file.
+pub type ChunkKey = (u64, u64);
+
+/// Bytes counted for a page besides its values: the `Arc`, the map's entry and the queue's key.
+const PAGE_OVERHEAD_BYTES: usize = 96;
+
+/// One decoded page: `len` values, value `i` being `base + offset_i` (wrapping) in key space, each
+/// offset `width` bytes little-endian at `bytes[i·width..]`.
+pub(super) struct Page {
+    base: u64,
+    width: usize,
+    len: usize,
+    bytes: Box<[u8]>,
+}
+
+impl Page {
+    pub(super) fn pack<T: Word>(vals: &[T]) -> Page {
+        let (lo, hi) = vals.iter().fold((u64::MAX, 0u64), |(lo, hi), v| {
+            let k = v.to_key();
+            (lo.min(k), hi.max(k))
+        });
+        let span = hi.wrapping_sub(lo);
+        let width = match span {
+            _ if vals.is_empty() => 1,
+            0..=0xff => 1,
+            0x100..=0xffff => 2,
+            0x1_0000..=0xffff_ffff => 4,
+            _ => 8,
+        };
+        let mut bytes = Vec::with_capacity(vals.len() * width);
+        for v in vals {
+            bytes.extend_from_slice(&v.to_key().wrapping_sub(lo).to_le_bytes()[..width]);
+        }
+        Page { base: lo, width, len: vals.len(), bytes: bytes.into_boxed_slice() }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    fn bytes_counted(&self) -> usize {
+        self.bytes.len() + PAGE_OVERHEAD_BYTES
+    }
+
+    /// Appends values `range` (within `0..len`) to `out`.
+    pub(super) fn unpack_into<T: Word>(&self, range: std::ops::Range<usize>, out: &mut Vec<T>) {
+        assert!(range.start <= range.end && range.end <= self.len, "values {range:?} of a page of {}", self.len);
+        let bytes = &self.bytes[range.start * self.width..range.end * self.width];
+        let base = self.base;
+        // A loop per width, so that each is a fixed-size load the compiler can vectorise.
+        match self.width {
+            1 => out.extend(bytes.iter().map(|b| T::from_key(base.wrapping_add(u64::from(*b))))),
+            2 => out.extend(bytes.chunks_exact(2).map(|c| T::from_key(base.wrapping_add(u64::from(u16::from_le_bytes([c[0], c[1]])))))),
+            4 => out.extend(bytes.chunks_exact(4).map(|c| T::from_key(base.wrapping_add(u64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))))),
+            _ => out.extend(bytes.chunks_exact(8).map(|c| {
+                T::from_key(base.wrapping_add(u64::from_le_bytes(c.try_into().expect("eight bytes"))))
+            })),
+        }
+    }
+}
+
+/// A snapshot of the cache's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DecodedPagesStats {
+    pub entries: usize,
+    /// Bytes counted for the pages kept (their values and [`PAGE_OVERHEAD_BYTES`] each).
+    pub bytes: usize,
+    pub capacity: usize,
+    pub hits: u64,
+    /// Pages decoded for a read of rows because they were not kept.
+    pub misses: u64,
+}
+
+static PAGES: LazyLock<Mutex<FifoCache<(u64, u64, u32), Arc<Page>>>> = LazyLock::new(|| Mutex::new(FifoCache::new(DECODED_PAGES_BYTES_MAX)));
+static HITS: AtomicU64 = AtomicU64::new(0);
+static MISSES: AtomicU64 = AtomicU64::new(0);
+
+/// Page `page` of chunk `chunk`, if kept (counted as a hit or a miss).
+pub(super) fn get(chunk: ChunkKey, page: u32) -> Option<Arc<Page>> {
+    let got = PAGES.lock().get(&(chunk.0, chunk.1, page)).cloned();
+    match got {
+        Some(_) => HITS.fetch_add(1, Ordering::Relaxed),
+        None => MISSES.fetch_add(1, Ordering::Relaxed),
+    };
+    got
+}
+
+/// Keeps `vals`, page `page` of chunk `chunk` decoded whole.
+pub(super) fn put<T: Word>(chunk: ChunkKey, page: u32, vals: &[T]) {
+    let p = Page::pack(vals);
+    let bytes = p.bytes_counted();
+    PAGES.lock().put((chunk.0, chunk.1, page), Arc::new(p), bytes);
+}
+
+/// Drops the pages of a segment that is closing (its number is never used again).
+pub fn forget_segment(segment: u64) {
+    PAGES.lock().forget(|k| k.0 == segment);
+}
+
+pub fn stats() -> DecodedPagesStats {
+    let (entries, bytes) = PAGES.lock().usage();
+    DecodedPagesStats {
+        entries,
+        bytes,
+        capacity: DECODED_PAGES_BYTES_MAX,
+        hits: HITS.load(Ordering::Relaxed),
+        misses: MISSES.load(Ordering::Relaxed),
+    }
+}
+
+/// Whether page `page` of chunk `chunk` is kept, without counting a lookup (tests).
+#[cfg(test)]
+pub(crate) fn holds(chunk: ChunkKey, page: u32) -> bool {
+    PAGES.lock().get(&(chunk.0, chunk.1, page)).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip<T: Word + std::fmt::Debug>(vals: &[T], width: usize) {
+        let p = Page::pack(vals);
+        assert_eq!((p.width, p.len(), p.bytes.len()), (width, vals.len(), vals.len() * width), "{vals:?}");
+        for range in [0..vals.len(), 0..0, vals.len() / 3..vals.len(), 1.min(vals.len())..vals.len() / 2] {
+            let mut out = vec![T::default()];
+            p.unpack_into(range.clone(), &mut out);
+            let want: Vec<u64> = vals[range.clone()].iter().map(|v| v.to_bits()).collect();
+            let got: Vec<u64> = out[1..].iter().map(|v| v.to_bits()).collect();
+            assert_eq!(got, want, "{range:?} of {vals:?}");
+        }
+    }
+
+    /// Values come back bit for bit (negative integers, NaN payloads, the sign of zero) in the narrowest
+    /// width their spread allows, whatever the range asked.
+    #[test]
+    fn pages_pack_and_unpack_exactly() {
+        round_trip::<i64>(&[0, 100, 42, 7], 1);
+        round_trip::<i64>(&[-3, 2, -1, 0], 1);
+        round_trip::<i64>(&[-200, 100, 0], 2);
+        round_trip::<i64>(&[i64::MIN, 0, 70_000], 8);
+        round_trip::<i64>(&[1 << 40, (1 << 40) + 70_000], 4);
+        round_trip::<i64>(&[i64::MIN, i64::MAX], 8);
+        round_trip::<u64>(&[u64::MAX, u64::MAX - 255], 1);
+        round_trip::<u64>(&[0, u64::MAX], 8);
+        round_trip::<f64>(&[0.0, -0.0, f64::NAN, f64::from_bits(0x7ff8_0000_dead_beef), 1e300], 8);
+        round_trip::<f64>(&[1.5, 1.5], 1);
+        round_trip::<u32>(&[3, 70_000, u32::MAX], 4);
+        round_trip::<i64>(&[], 1);
+    }
+
+    /// A kept page is found by its chunk and number, counted as a hit; a segment's pages go with it.
+    #[test]
+    fn pages_are_found_by_chunk_and_forgotten_with_their_segment() {
+        // A segment number no real segment of this test process reaches.
+        let (seg, other) = (u64::MAX - 17, u64::MAX - 18);
+        put::<i64>((seg, 40), 1, &[5, 6, 7]);
+        put::<i64>((other, 40), 1, &[8]);
+        assert!(get((seg, 40), 0).is_none());
+        let hits = stats().hits;
+        let p = get((seg, 40), 1).expect("kept");
+        assert!(stats().hits > hits);
+        let mut out: Vec<i64> = Vec::new();
+        p.unpack_into(0..3, &mut out);
+        assert_eq!(out, [5, 6, 7]);
+        forget_segment(seg);
+        assert!(!holds((seg, 40), 1));
+        assert!(holds((other, 40), 1));
+        forget_segment(other);
+    }
+}
