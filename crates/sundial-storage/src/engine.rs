@@ -1921,6 +1921,8 @@ impl TableSnapshot {
         let mut hour_stats = HourStats::default();
         let (mut spans, mut pieces): (Vec<(i64, i64)>, Vec<SeriesRows>) = (Vec::new(), Vec::new());
         let range_hours = hours::whole(self.ts_min, self.ts_max);
+        // New decoded pages this read of hours may keep (`codec::page_cache`).
+        let mut page_budget = crate::limits::DECODED_PAGES_SCAN_BYTES_MAX;
         for (k, &s) in series.iter().enumerate() {
             debug_assert!(k == 0 || series[k - 1] < s, "series ascending");
             runs.clear();
@@ -1976,7 +1978,7 @@ impl TableSnapshot {
                             && !self.kept_hours(&self.segments[i], b, hf, &mut hour_stats, &mut spans)?
                         {
                             pieces.clear();
-                            self.segments[i].read_block_spans(b, &spans, &self.cols, &mut pieces)?;
+                            self.segments[i].read_block_spans(b, &spans, &self.cols, &mut pieces, Some(&mut page_budget))?;
                             for r in pieces.iter().filter(|r| !r.ts.is_empty()) {
                                 f(Piece::Rows(RowsRef::of(r)));
                             }

@@ -2115,15 +2115,24 @@ impl Segment {
             return self.read_packed_block(b, ts_min, ts_max, cols);
         }
         let mut out = Vec::with_capacity(1);
-        self.read_block_spans(b, &[(ts_min, ts_max)], cols, &mut out)?;
+        self.read_block_spans(b, &[(ts_min, ts_max)], cols, &mut out, None)?;
         Ok(out.pop().expect("one span, one piece"))
     }
 
     /// [`Segment::read_block`] of each of `spans` (ascending and disjoint time ranges) of a block that is
     /// not packed, into `out` (one piece per span, in span order, possibly without rows): its chunks are
     /// read, and its timestamps decoded, once. A paged column decodes just the pages holding a span's
-    /// rows, so spans skip the pages between them (see [`crate::engine::HourFilter`]).
-    pub fn read_block_spans(&self, b: &BlockMeta, spans: &[(i64, i64)], cols: &[(ColId, FieldType)], out: &mut Vec<SeriesRows>) -> Result<()> {
+    /// rows, so spans skip the pages between them (see [`crate::engine::HourFilter`]). With `pages` (a
+    /// read of hours and its budget of bytes, see [`codec::page_cache`]) the pages are looked for in the
+    /// decoded-page cache, and those decoded kept there while the budget lasts.
+    pub fn read_block_spans(
+        &self,
+        b: &BlockMeta,
+        spans: &[(i64, i64)],
+        cols: &[(ColId, FieldType)],
+        out: &mut Vec<SeriesRows>,
+        mut pages: Option<&mut usize>,
+    ) -> Result<()> {
         assert!(b.pack.is_none(), "spans of a packed block");
         assert!(spans.windows(2).all(|w| w[0].0 <= w[0].1 && w[0].1 < w[1].0), "spans ascending and disjoint");
         let (Some(first), Some(last)) = (spans.first(), spans.last()) else { return Ok(()) };
@@ -2148,8 +2157,8 @@ impl Segment {
                 };
                 k += 1;
                 // Only the rows in range: a paged column decodes just the pages holding them, or finds
-                // them decoded by an earlier span or read ([`codec::page_cache`]).
-                let cached = Some((self.number, m.chunk.offset));
+                // them decoded by an earlier span or read of hours ([`codec::page_cache`]).
+                let cached = pages.as_mut().map(|budget| ((self.number, m.chunk.offset), &mut **budget));
                 let (c, valid) = codec::decode_column_rows_cached(bytes.get(k), m.ty, n, self.version, start..end, cached)
                     .map_err(|e| corrupt(m.chunk.offset, format!("column {col} (segment version {}): {e}", self.version)))?;
                 if c.len() != end - start || c.values.len() != end - start || valid != m.stats.count as usize {

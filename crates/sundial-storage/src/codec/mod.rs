@@ -452,14 +452,15 @@ pub fn decode_column_rows(buf: &[u8], ty: FieldType, n: usize, segment_version: 
 }
 
 /// [`decode_column_rows`] of the chunk `cached` names, if given: a paged column's pages are then looked
-/// for in [`page_cache`], and those decoded are kept there.
+/// for in [`page_cache`], and those decoded are kept there while the read's budget (bytes, the second
+/// of the pair) lasts.
 pub fn decode_column_rows_cached(
     buf: &[u8],
     ty: FieldType,
     n: usize,
     segment_version: u32,
     rows: std::ops::Range<usize>,
-    cached: Option<page_cache::ChunkKey>,
+    cached: Option<(page_cache::ChunkKey, &mut usize)>,
 ) -> Result<(Column, usize)> {
     check_rows(n)?;
     if rows.start > rows.end || rows.end > n {

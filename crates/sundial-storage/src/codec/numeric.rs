@@ -141,8 +141,9 @@ pub(super) fn decode<T: Word>(cur: &mut Cursor<'_>, m: usize) -> Result<Vec<T>> 
 /// Values `rows` (within `0..m`) of a values section of `m` numbers: of a PcoPaged section only the
 /// pages holding them are decoded; any other codec is decoded whole. The whole section is consumed
 /// (and its page lengths checked) either way.
-/// `cached` names the chunk, whose decoded pages are then looked for and kept in [`super::page_cache`].
-pub(super) fn decode_rows<T: Word>(cur: &mut Cursor<'_>, m: usize, rows: std::ops::Range<usize>, cached: Option<ChunkKey>) -> Result<Vec<T>> {
+/// `cached` names the chunk, whose decoded pages are then looked for and kept in [`super::page_cache`]
+/// within the read's budget of bytes.
+pub(super) fn decode_rows<T: Word>(cur: &mut Cursor<'_>, m: usize, rows: std::ops::Range<usize>, cached: Option<(ChunkKey, &mut usize)>) -> Result<Vec<T>> {
     if cur.peek() == Some(Codec::PcoPaged as u8) {
         cur.u8(T::WHAT)?;
         return pcodec::decompress_pages(cur.rest(), m, rows, T::WHAT, cached);

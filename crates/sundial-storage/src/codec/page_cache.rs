@@ -9,8 +9,16 @@
 //! again and again; a page decoded once is copied out after. (ClickHouse's uncompressed cache and
 //! IoTDB's chunk cache keep decoded data for the same reason.)
 //!
-//! Only [`super::decode_column_rows_cached`] reads and fills it, the reads of row ranges: scans of whole
-//! blocks do not come here, so they neither pay the copy nor push the threshold reads' pages out.
+//! Only the reads of hours come here ([`super::decode_column_rows_cached`] from
+//! `Segment::read_block_spans` under an `HourFilter`): other reads of blocks (scans, compaction) neither
+//! pay the copy nor push those pages out. And a read keeps at most
+//! [`DECODED_PAGES_SCAN_BYTES_MAX`](crate::limits::DECODED_PAGES_SCAN_BYTES_MAX) of
+//! new pages (then decodes as without the cache, from a page's start to the rows it wants): TSBS's
+//! threshold over 4,000 hosts × 12 hours asks for some 55,000 pages a statement, about 110 MiB packed,
+//! more than the cache holds, so
+//! keeping them all would push out each page before the next statement asks for it again, every page
+//! decoded whole and packed for nothing (ClickHouse's `merge_tree_max_bytes_to_use_cache` bounds its
+//! uncompressed cache the same way).
 //!
 //! A page is kept frame-of-reference packed: each value's [`Word::to_key`] less the page's smallest,
 //! in the fewest whole bytes (1, 2, 4 or 8) that hold the largest. TSBS's integer fields (0–100) take
@@ -115,11 +123,12 @@ pub(super) fn get(chunk: ChunkKey, page: u32) -> Option<Arc<Page>> {
     got
 }
 
-/// Keeps `vals`, page `page` of chunk `chunk` decoded whole.
-pub(super) fn put<T: Word>(chunk: ChunkKey, page: u32, vals: &[T]) {
+/// Keeps `vals`, page `page` of chunk `chunk` decoded whole; returns the bytes it is counted at.
+pub(super) fn put<T: Word>(chunk: ChunkKey, page: u32, vals: &[T]) -> usize {
     let p = Page::pack(vals);
     let bytes = p.bytes_counted();
     PAGES.lock().put((chunk.0, chunk.1, page), Arc::new(p), bytes);
+    bytes
 }
 
 /// Drops the pages of a segment that is closing (its number is never used again).
@@ -191,6 +200,7 @@ mod tests {
         assert!(stats().hits > hits);
         let mut out: Vec<i64> = Vec::new();
         p.unpack_into(0..3, &mut out);
+        assert!(crate::limits::DECODED_PAGES_SCAN_BYTES_MAX < DECODED_PAGES_BYTES_MAX);
         assert_eq!(out, [5, 6, 7]);
         forget_segment(seg);
         assert!(!holds((seg, 40), 1));

@@ -183,14 +183,15 @@ const PCO_BATCH: usize = 256;
 /// payload whose pages do not tile it is refused whatever is decoded; a page read to its end must end
 /// exactly there.
 ///
-/// With `cached` (the chunk's name), a page kept in [`page_cache`] is copied out instead of decoded,
-/// and a page decoded is decoded whole and kept.
+/// With `cached` (the chunk's name and the read's budget of bytes to keep), a page kept in [`page_cache`]
+/// is copied out instead of decoded, and while the budget lasts a page decoded is decoded whole and kept
+/// (its bytes taken from the budget).
 pub(super) fn decompress_pages<T: Word>(
     buf: &[u8],
     m: usize,
     rows: std::ops::Range<usize>,
     what: &'static str,
-    cached: Option<ChunkKey>,
+    mut cached: Option<(ChunkKey, &mut usize)>,
 ) -> Result<Vec<T>> {
     let err = |e: PcoError| CodecError::Pco { what, message: e.to_string() };
     let mut cur = Cursor::new(buf);
@@ -214,21 +215,26 @@ pub(super) fn decompress_pages<T: Word>(
         }
         // The numbers wanted of this page: `lo..hi` of its `k`.
         let (lo, hi) = (rows.start.max(start) - start, rows.end.min(start + k) - start);
-        if let Some(chunk) = cached {
+        if let Some((chunk, budget)) = &mut cached {
             let at = u32::try_from(p).expect("pages of a payload within CODEC_ROWS_MAX");
-            match page_cache::get(chunk, at) {
+            match page_cache::get(*chunk, at) {
                 // Kept at the length this payload gives its page: the same chunk, checksummed when read.
-                Some(kept) if kept.len() == k => kept.unpack_into(lo..hi, &mut out),
+                Some(kept) if kept.len() == k => {
+                    kept.unpack_into(lo..hi, &mut out);
+                    continue;
+                }
                 Some(kept) => return Err(CodecError::LengthMismatch { what: "decoded page kept for the chunk", expected: k, actual: kept.len() }),
-                None => {
+                None if **budget > 0 => {
                     scratch.clear();
                     scratch.resize(k, T::default());
                     read_page(&mut cd, page, &mut scratch, what)?;
-                    page_cache::put(chunk, at, &scratch);
+                    **budget = budget.saturating_sub(page_cache::put(*chunk, at, &scratch));
                     out.extend_from_slice(&scratch[lo..hi]);
+                    continue;
                 }
+                // The read has kept its share: decoded as without the cache.
+                None => {}
             }
-            continue;
         }
         if lo == 0 && hi == k {
             let at = out.len();

@@ -601,7 +601,8 @@ fn paged_columns_read_back_any_row_range() {
 
 /// Read through the page cache, any row range of a paged column is the same slice as read without it,
 /// whether its pages were kept before (by an overlapping range) or are decoded and kept now; a page
-/// decoded for a range is kept whole, and a read whose pages are all kept finds them (counted as hits).
+/// decoded for a range is kept whole, and a read whose pages are all kept finds them (counted as hits);
+/// a read whose budget is spent keeps nothing more, and reads the same.
 #[test]
 fn paged_columns_read_through_the_page_cache_as_without_it() {
     let n = 5000;
@@ -611,20 +612,29 @@ fn paged_columns_read_through_the_page_cache_as_without_it() {
         let mut out = Vec::new();
         encode_column_with(&col, how, &mut out);
         let chunk = (u64::MAX - 100 - i as u64, 8);
+        let mut budget = usize::MAX;
         for rows in [100..300, 0..1, 2047..2049, 150..2100, 0..n, 4999..5000, 3000..3000, 4096..5000, 2048..4096] {
-            let (got, m) = decode_column_rows_cached(&out, ty, n, u32::MAX, rows.clone(), Some(chunk)).unwrap();
+            let (got, m) = decode_column_rows_cached(&out, ty, n, u32::MAX, rows.clone(), Some((chunk, &mut budget))).unwrap();
             assert_same(&got, &col.slice(rows.clone()));
             assert_eq!(m, col.validity.iter().filter(|v| **v).count());
         }
         assert!(page_cache::holds(chunk, 0) && page_cache::holds(chunk, 1), "{ty:?}: pages decoded for a range are kept");
         let before = page_cache::stats();
-        let (got, _) = decode_column_rows_cached(&out, ty, n, u32::MAX, 10..4500, Some(chunk)).unwrap();
+        let (got, _) = decode_column_rows_cached(&out, ty, n, u32::MAX, 10..4500, Some((chunk, &mut budget))).unwrap();
         assert_same(&got, &col.slice(10..4500));
         let after = page_cache::stats();
         // Rows 10..4500 are values in the first two pages at least (fewer values than rows with nulls).
         assert!(after.hits >= before.hits + 2, "{ty:?}: kept pages read: {before:?} {after:?}");
+        assert!(budget < usize::MAX, "kept pages are taken from the budget");
         page_cache::forget_segment(chunk.0);
         assert!(!page_cache::holds(chunk, 0));
+        // Nothing left of the budget: decoded from the pages' start as without the cache, nothing kept.
+        let mut spent = 0;
+        for rows in [100..300, 2047..2049, 4096..5000] {
+            let (got, _) = decode_column_rows_cached(&out, ty, n, u32::MAX, rows.clone(), Some((chunk, &mut spent))).unwrap();
+            assert_same(&got, &col.slice(rows));
+        }
+        assert!(!page_cache::holds(chunk, 0) && !page_cache::holds(chunk, 1), "{ty:?}: kept past the budget");
     }
 }
 
