@@ -39,8 +39,10 @@ use crate::limits::DECODED_PAGES_BYTES_MAX;
 /// in a process) and its offset in the segment's file.
 pub type ChunkKey = (u64, u64);
 
-/// Bytes counted for a page besides its values: the `Arc`, the map's entry and the queue's key.
-const PAGE_OVERHEAD_BYTES: usize = 96;
+/// Bytes counted for a page besides its values: the map's entry (key, `Arc` and count, 40 bytes, at
+/// the map's load), the queue's key (24, at the deque's growth), the `Arc`'s allocation (its counts and
+/// the `Page`, 56, in a 64-byte class).
+const PAGE_OVERHEAD_BYTES: usize = 160;
 
 /// One decoded page: `len` values, value `i` being `base + offset_i` (wrapping) in key space, each
 /// offset `width` bytes little-endian at `bytes[i·width..]`.
