@@ -215,7 +215,9 @@ pub(super) fn decompress_pages<T: Word>(
         }
         // The numbers wanted of this page: `lo..hi` of its `k`.
         let (lo, hi) = (rows.start.max(start) - start, rows.end.min(start + k) - start);
-        if let Some((chunk, budget)) = &mut cached {
+        // Set when this page, not kept yet, is to be kept: decoded whole, while the read's budget lasts.
+        let mut keep = None;
+        if let Some((chunk, budget)) = &cached {
             let at = u32::try_from(p).expect("pages of a payload within CODEC_ROWS_MAX");
             match page_cache::get(*chunk, at) {
                 // Kept at the length this payload gives its page: the same chunk, checksummed when read.
@@ -224,30 +226,30 @@ pub(super) fn decompress_pages<T: Word>(
                     continue;
                 }
                 Some(kept) => return Err(CodecError::LengthMismatch { what: "decoded page kept for the chunk", expected: k, actual: kept.len() }),
-                None if **budget > 0 => {
-                    scratch.clear();
-                    scratch.resize(k, T::default());
-                    read_page(&mut cd, page, &mut scratch, what)?;
-                    **budget = budget.saturating_sub(page_cache::put(*chunk, at, &scratch));
-                    out.extend_from_slice(&scratch[lo..hi]);
-                    continue;
-                }
+                None if **budget > 0 => keep = Some((*chunk, at)),
                 // The read has kept its share: decoded as without the cache.
                 None => {}
             }
         }
+        let mut kept_now = |vals: &[T]| {
+            if let (Some((chunk, at)), Some((_, budget))) = (keep, cached.as_mut()) {
+                **budget = budget.saturating_sub(page_cache::put(chunk, at, vals));
+            }
+        };
         if lo == 0 && hi == k {
             let at = out.len();
             out.resize(at + k, T::default());
             read_page(&mut cd, page, &mut out[at..], what)?;
+            kept_now(&out[at..]);
             continue;
         }
-        // Up to the batch holding `hi` (or the page's end), then the wanted ones.
-        let n_read = hi.next_multiple_of(PCO_BATCH).min(k);
+        // Up to the batch holding `hi` (or the page's end: all of a page to keep), then the wanted ones.
+        let n_read = if keep.is_some() { k } else { hi.next_multiple_of(PCO_BATCH).min(k) };
         scratch.clear();
         scratch.resize(n_read, T::default());
         if n_read == k {
             read_page(&mut cd, page, &mut scratch, what)?;
+            kept_now(&scratch);
         } else {
             let progress = cd.page_decompressor(page, k).map_err(err)?.read(&mut scratch).map_err(err)?;
             if progress.n_processed != n_read {
