@@ -44,12 +44,11 @@ pub type ChunkKey = (u64, u64);
 /// the `Page`, 56, in a 64-byte class).
 const PAGE_OVERHEAD_BYTES: usize = 160;
 
-/// One decoded page: `len` values, value `i` being `base + offset_i` (wrapping) in key space, each
-/// offset `width` bytes little-endian at `bytes[i·width..]`.
+/// One decoded page: value `i` is `base + offset_i` (wrapping) in key space, each offset `width` bytes
+/// little-endian at `bytes[i·width..]`.
 pub(super) struct Page {
     base: u64,
     width: usize,
-    len: usize,
     bytes: Box<[u8]>,
 }
 
@@ -71,11 +70,11 @@ impl Page {
         for v in vals {
             bytes.extend_from_slice(&v.to_key().wrapping_sub(lo).to_le_bytes()[..width]);
         }
-        Page { base: lo, width, len: vals.len(), bytes: bytes.into_boxed_slice() }
+        Page { base: lo, width, bytes: bytes.into_boxed_slice() }
     }
 
     pub(super) fn len(&self) -> usize {
-        self.len
+        self.bytes.len() / self.width
     }
 
     fn bytes_counted(&self) -> usize {
@@ -84,7 +83,7 @@ impl Page {
 
     /// Appends values `range` (within `0..len`) to `out`.
     pub(super) fn unpack_into<T: Word>(&self, range: std::ops::Range<usize>, out: &mut Vec<T>) {
-        assert!(range.start <= range.end && range.end <= self.len, "values {range:?} of a page of {}", self.len);
+        assert!(range.start <= range.end && range.end <= self.len(), "values {range:?} of a page of {}", self.len());
         let bytes = &self.bytes[range.start * self.width..range.end * self.width];
         let base = self.base;
         // A loop per width, so that each is a fixed-size load the compiler can vectorise.
