@@ -62,6 +62,7 @@ pub const DECODED_PAGES_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// in two parts has two): a read of more leaves the pages it kept first to the next statements rather
 /// than pushing them out with the rest. 100 hosts' 12 hours of TSBS keep about 6 MiB.
 pub const DECODED_PAGES_SCAN_BYTES_MAX: usize = DECODED_PAGES_BYTES_MAX / 4;
+const _: () = assert!(DECODED_PAGES_SCAN_BYTES_MAX < DECODED_PAGES_BYTES_MAX);
 
 /// Memory for the segments' tables of each series' last row (`last_values.rs`), all open segments
 /// together: 20 bytes per series and 9 per column, so about 110 bytes a series of ten columns, and this
