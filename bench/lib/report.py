@@ -204,6 +204,7 @@ def build_summary(results, checks) -> dict:
             "rows": r["sizes"]["rows"], "counted_rows": ld.get("counted_rows"),
             "committed_rows_per_s": ld.get("committed_rows_per_s"),
             "committed_metrics_per_s": ld.get("committed_metrics_per_s"),
+            "load_runs_committed_rows_per_s": [x.get("committed_rows_per_s") for x in r.get("load_runs") or []],
             "loader_reported_rows_per_s": ld.get("loader_reported", {}).get("rows", {}).get("rate_per_s"),
             "wall_until_committed_s": ld.get("wall_until_committed_s"),
             "commit_lag_after_loader_s": ld.get("commit_lag_after_loader_s"),
@@ -344,6 +345,13 @@ def markdown(results, checks, summary, chart_files, chart_error) -> str:
     out += ["## Ingest (committed: until a count query sees every row)", "",
             "Committed rows/s = rows ÷ (time from starting the loader until `count` returns all rows). "
             "\"All rows\" is checked for every database.", ""]
+    runs = any(len(r.get("load_runs") or []) > 1 for r in results)
+    if runs:
+        out += ["With `--load-runs`: each database was loaded several times, each time on a fresh data directory, the "
+                "runs of a scenario taken in turn across its databases; the figures of this table and the next "
+                "two (ratios, resources) are each pair's median run by committed rows/s (the slower middle one of "
+                "an even count), every run's committed rows/s in the last column; disk and queries are of the "
+                "last run's data.", ""]
     rows = []
     for sc in scenarios:
         for r in _peers_in(results, sc):
@@ -355,9 +363,10 @@ def markdown(results, checks, summary, chart_files, chart_error) -> str:
                          ("✓ " if ld.get("all_rows_committed") else "✗ ") + f"{_fmt(ld.get('counted_rows'))} / "
                          f"{r['sizes']['rows']:,}" if ld else _status(r),
                          _fmt(ld.get("wall_until_committed_s"), 2), _fmt(ld.get("commit_lag_after_loader_s"), 2),
-                         _fmt(rep)])
+                         _fmt(rep)] + ([_runs_cell(r)] if runs else []))
     out += _table(["scenario", "database", "committed rows/s", "committed metrics/s", "rows counted",
-                   "load wall (s)", "of which after the loader exited (s)", "loader-reported rate"], rows, 2)
+                   "load wall (s)", "of which after the loader exited (s)", "loader-reported rate"]
+                  + (["each run's committed rows/s (median in bold)"] if runs else []), rows, 2)
     out += ["", "Ratio Sundial / peer, committed rows/s (> 1: Sundial ingests faster):", ""]
     others = [p for p in peers if p != "sundial"]
     rows = []
@@ -531,6 +540,16 @@ def _get(results, sc, peer):
 
 def _rate(r):
     return (r or {}).get("load", {}).get("committed_rows_per_s") if r and _ok(r) else None
+
+
+def _runs_cell(r) -> str:
+    """Every load run's committed rows/s (--load-runs), the one the pair's figures are from in bold."""
+    chosen = r.get("load", {}).get("run")
+    cells = []
+    for x in r.get("load_runs") or []:
+        v = "failed" if x.get("error") else _fmt(x.get("committed_rows_per_s")) if x.get("all_rows_committed") else "✗"
+        cells.append(f"**{v}**" if x.get("run") == chosen else v)
+    return ", ".join(cells)
 
 
 def _settled(r) -> dict:

@@ -14,9 +14,10 @@ sys.path.insert(0, str(ROOT / "bench" / "lib"))
 import sundial_server  # noqa: E402
 
 # The smallest run that still has every query type: TSBS needs 12 h of data for the double-groupby windows.
+# Two load runs per database (`--load-runs`), seconds each at this size.
 QUICK_ARGS = ["--profile", "quick", "--peers", "sundial,influxdb", "--scenarios", "1", "--scale", "10",
               "--duration", str(13 * 3600), "--queries-per-type", "3", "--check-queries", "2", "--settle", "12",
-              "--step-timeout", "300"]
+              "--step-timeout", "300", "--load-runs", "2"]
 
 
 class QuickRun:

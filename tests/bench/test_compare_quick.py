@@ -39,6 +39,22 @@ def test_every_row_committed_and_counted(quick_run):
         assert p["server_peak_mem_bytes"] > 0 and p["disk_after_settle_bytes"] > 0 and p["bytes_per_value"] > 0
 
 
+def test_each_database_loaded_as_often_as_asked(quick_run):
+    """--load-runs 2: a pair's raw result lists both runs, in order, each with every row committed; its load
+    figures are the slower run's (the lower middle of two), and the report shows every run."""
+    for peer in ("sundial", "influxdb"):
+        raw = json.loads((quick_run.results_dir / f"raw/s1-{peer}.json").read_text())
+        runs = raw["load_runs"]
+        assert [r["run"] for r in runs] == [1, 2], runs
+        assert all(r["all_rows_committed"] and r["committed_rows_per_s"] > 0 for r in runs), runs
+        ld = raw["load"]
+        assert ld["median_of_runs"] == 2 and ld["counted_rows"] == 10 * 13 * 360
+        assert ld["committed_rows_per_s"] == min(r["committed_rows_per_s"] for r in runs), (ld, runs)
+        assert [r for r in runs if r["run"] == ld["run"]][0]["server_cpu_s"] == ld["server_cpu_s"]
+    md = (quick_run.results_dir / "REPORT.md").read_text()
+    assert "each run's committed rows/s (median in bold)" in md
+
+
 def test_queries_ran_for_every_type(quick_run):
     with open(quick_run.results_dir / "queries.csv") as f:
         rows = list(csv.DictReader(f))
