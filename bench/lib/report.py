@@ -382,14 +382,16 @@ def markdown(results, checks, summary, chart_files, chart_error) -> str:
     out += ["", "## Resources during the load", "",
             "Server CPU: utime+stime from /proc (whole process tree for PostgreSQL); memory: peak VmRSS sampled "
             "every 0.5 s (sum of PSS for PostgreSQL); written: /proc/PID/io write_bytes; loader CPU: its rusage. "
-            "Load average before: /proc/loadavg when the pair started (the machine is shared).", ""]
+            "Load average before: /proc/loadavg when the load started (when the pair started, in results from before "
+            "it was kept per load; the machine is shared, and with `--load-runs` a run but the first follows another "
+            "load).", ""]
     rows = []
     for sc in scenarios:
         for r in _peers_in(results, sc):
             ld = r.get("load")
             if not ld:
                 continue
-            rows.append([sc, titles[r["peer"]], " ".join(r.get("loadavg_at_start") or ["–"]),
+            rows.append([sc, titles[r["peer"]], " ".join(ld.get("loadavg_at_start") or r.get("loadavg_at_start") or ["–"]),
                          _fmt(ld.get("server_cpu_s"), 1), _fmt(ld.get("server_cpu_util"), 2),
                          _fmt(_mib(ld.get("server_peak_mem_bytes"))), _fmt(_mib(ld.get("server_disk_write_bytes"))),
                          _fmt(ld.get("loader_cpu_s"), 1), _fmt(ld.get("generator_cpu_s"), 1)])
