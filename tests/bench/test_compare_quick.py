@@ -7,6 +7,11 @@ import datetime as dt
 import json
 import os
 import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "lib"))
+import procutil  # noqa: E402
 
 
 def test_run_succeeds(quick_run):
@@ -51,8 +56,12 @@ def test_each_database_loaded_as_often_as_asked(quick_run):
         assert ld["median_of_runs"] == 2 and ld["counted_rows"] == 10 * 13 * 360
         assert ld["committed_rows_per_s"] == min(r["committed_rows_per_s"] for r in runs), (ld, runs)
         assert [r for r in runs if r["run"] == ld["run"]][0]["server_cpu_s"] == ld["server_cpu_s"]
+        assert len(ld["loadavg_at_start"]) == 3, "the load average kept per load"
     md = (quick_run.results_dir / "REPORT.md").read_text()
     assert "each run's committed rows/s (median in bold)" in md
+    # The extra runs' servers and data directories are removed once they are done (no run failed).
+    left = list((procutil.cache_dir() / "scratch").glob(f"compare-*-run*-{quick_run.pid}"))
+    assert not left, left
 
 
 def test_queries_ran_for_every_type(quick_run):
