@@ -9,11 +9,13 @@
 # the first queries after a load that way. Minor faults (pages first touched, or touched again after
 # being given back) are a count the machine's speed does not move, where CPU seconds do by ±30 %.
 # THREADS=1 adds each kind of server thread's CPU at the count; SETTLE=0 stops there (../2026-11-29-xeon-densepos).
+# PERFTARGET='-a' records the whole machine instead of the server alone (a scheduler trace: the loader's
+# threads and idle cores too, ../2026-11-30-xeon-unlocked).
 BIN=$1; F=$2; shift 2
 . "$(dirname "$0")/../2026-11-23-vm/serve.sh"
 PORT=18766
 start_load_test "$BIN" $PORT "$@" || exit 1
-if [ -n "$PERF" ]; then perf record $PERFARGS -o ${TMPDIR:-/tmp}/perf-load.data -p $SP > /dev/null 2>&1 & PP=$!; fi
+if [ -n "$PERF" ]; then perf record $PERFARGS -o ${TMPDIR:-/tmp}/perf-load.data ${PERFTARGET:--p $SP} > /dev/null 2>&1 & PP=$!; fi
 cpu() { awk '{printf "%.2f", ($14+$15)/100}' /proc/$SP/stat; }
 T0=$(date +%s.%N)
 "$TSBS_BIN/tsbs_load_influx" --urls=http://127.0.0.1:$PORT --db-name=benchmark --workers=2 --batch-size=10000 --gzip=false --do-create-db=false --reporting-period=0s --file=$F 2>&1 | grep -E "^loaded"

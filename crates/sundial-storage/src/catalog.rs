@@ -1197,8 +1197,30 @@ impl Resolver {
         Lookup::NewSeries(NewSeries { table: t.id, tags: set, fields: shape.fields.clone() })
     }
 
-    /// Adds the series `lookup` found missing (under the same lock as the lookup: nothing changed in
-    /// between), recording it in `entries`.
+    /// [`Resolver::lookup_shaped`]'s answer again for a row it found new (`new`) under a lock since
+    /// released: the values it did not find may have been added since, and the series with them; the
+    /// rest stands while the table lives (ids are never reused, a live table's values and columns are
+    /// never removed or retyped). `None` when the table is gone: look the row up from its names.
+    pub fn lookup_again<'a>(db: &DbCatalog, mut new: NewSeries<'a>) -> Option<Lookup<'a>> {
+        let t = db.table_by_id(new.table)?;
+        let mut all = true;
+        for (c, v, id) in &mut new.tags {
+            if id.is_none() {
+                *id = t.tag_dict(*c).and_then(|d| d.id_of(v));
+                all &= id.is_some();
+            }
+        }
+        if all {
+            let ids: Vec<(ColId, u32)> = new.tags.iter().filter_map(|(c, _, v)| Some((*c, (*v)?))).collect();
+            if let Some(series) = t.find_series(&ids) {
+                return Some(Lookup::Found(ResolvedRow { table: t.id, series, fields: new.fields }));
+            }
+        }
+        Some(Lookup::NewSeries(new))
+    }
+
+    /// Adds the series `lookup` (or `lookup_again`) found missing, under the same lock as that lookup
+    /// (nothing changed in between), recording it in `entries`.
     pub fn create_series(
         cat: &mut Catalog,
         db: DbId,
@@ -1541,6 +1563,41 @@ mod tests {
         assert!(matches!(Resolver::create_series(&mut c, 0, new, &mut entries), Err(Error::LimitExceeded { .. })));
         assert_eq!(entries.len(), n);
         assert_eq!(c.db("db").unwrap().table("cpu").unwrap().series_count(), 50);
+    }
+
+    /// A row found new under a lock since released, looked up again under the writer's lock: what
+    /// another writer added meanwhile is found (its value interned, or the very series made), what it
+    /// did not add stays new with the ids known, and a table dropped meanwhile sends the row back to its
+    /// names.
+    #[test]
+    fn a_new_series_looked_up_again_sees_what_was_added_since() {
+        let mut c = cat_with_db();
+        let mut entries = Vec::new();
+        let f = [("v", FieldType::Float)];
+        Resolver::create(&mut c, 0, "cpu", &[("host", "a"), ("region", "eu")], &f, &mut entries).unwrap();
+        let lookup = |c: &Catalog, host: &'static str, region: &'static str| {
+            let Lookup::NewSeries(new) = Resolver::lookup(c.db("db").unwrap(), "cpu", &[("host", host), ("region", region)], &f).unwrap()
+            else {
+                panic!("host {host} should be new")
+            };
+            new
+        };
+        let (b, c_, d) = (lookup(&c, "b", "us"), lookup(&c, "c", "us"), lookup(&c, "d", "eu"));
+        // Another writer makes host b's series (and interns region us), then host e's.
+        Resolver::create(&mut c, 0, "cpu", &[("host", "b"), ("region", "us")], &f, &mut entries).unwrap();
+        Resolver::create(&mut c, 0, "cpu", &[("host", "e"), ("region", "eu")], &f, &mut entries).unwrap();
+        let db = c.db("db").unwrap();
+        assert!(matches!(Resolver::lookup_again(db, b), Some(Lookup::Found(r)) if r.series == 1));
+        let Some(Lookup::NewSeries(c_)) = Resolver::lookup_again(db, c_) else { panic!("host c is still new") };
+        let us = db.table("cpu").unwrap().tag_dict(db.table("cpu").unwrap().column("region").unwrap().id).unwrap().id_of("us");
+        assert!(c_.tags.iter().any(|(_, v, id)| *v == "us" && *id == us && us.is_some()), "{:?}", c_.tags);
+        assert!(c_.tags.iter().any(|(_, v, id)| *v == "c" && id.is_none()));
+        assert_eq!(Resolver::create_series(&mut c, 0, c_, &mut entries).unwrap().series, 3);
+        assert_eq!(found(Resolver::lookup(c.db("db").unwrap(), "cpu", &[("host", "c"), ("region", "us")], &f).unwrap()), Some(3));
+        // The table dropped (and made again: another id) since the lookup.
+        c.apply(&CatalogEntry::DropTable { db: 0, table: 0 }).unwrap();
+        Resolver::create(&mut c, 0, "cpu", &[("host", "a"), ("region", "eu")], &f, &mut entries).unwrap();
+        assert!(Resolver::lookup_again(c.db("db").unwrap(), d).is_none());
     }
 
     /// Issue 5's budget is 300 resident bytes per series at 10 M series, the whole process included; the

@@ -52,7 +52,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 
 use crate::batch::{ColRun, WriteBatch};
-use crate::catalog::{Catalog, CatalogEntry, ColId, ColumnKind, Counters, DbCatalog, DbId, Lookup, Resolver, RowShape, SeriesId, TableId, validate_name};
+use crate::catalog::{Catalog, CatalogEntry, ColId, ColumnKind, Counters, DbCatalog, DbId, Lookup, NewSeries, Resolver, RowShape, SeriesId, TableId, validate_name};
 use crate::catalog_log::CatalogLog;
 use crate::error::{Error, Result};
 use crate::hours::{self, HourStats};
@@ -71,19 +71,14 @@ use crate::wal::{self, SyncPolicy, Wal};
 /// `Inner::resolve`).
 const KNOWN_SERIES_PRESIZE: usize = 1024;
 
-/// Rows of new series in a row after which a request's [`Inner::prelookup`] stops asking the catalog: a
-/// request of new series wastes this many lookups (the resolve makes them again under `write_lock`).
-const PRELOOKUP_NEW_RUN_MAX: usize = 32;
-
 /// Rows a [`Inner::prelookup`] looks up between yields of its read locks to a waiting writer (another
-/// request's resolve adding series): at most about 0.1 ms of lookups.
+/// request's resolve adding series): at most about 0.3 ms of lookups.
 const PRELOOKUP_BUMP_ROWS: usize = 256;
 
 /// Rows a write's resolve handles under the catalog's exclusive lock, once it took it to add a series,
-/// before it lets readers in again; and new series' keys it gathers before adding them to the cache of
-/// series keys under one write lock. Why not the locks per new series, as before: another request's
-/// [`Inner::prelookup`] holds both read locks for [`PRELOOKUP_BUMP_ROWS`] rows at a time, so each new
-/// series waited for one such stretch (at 10 M hosts, 10,000 new series a request: the request resolving
+/// before it lets readers in again. Why not the lock per new series, as before: another request's
+/// [`Inner::prelookup`] holds the catalog's read lock for [`PRELOOKUP_BUMP_ROWS`] rows at a time, so each
+/// new series waited for one such stretch (at 10 M hosts, 10,000 new series a request: the request resolving
 /// crawled while the other looked up, and one core idled in a quarter of a thread sampler's samples).
 const RESOLVE_EXCLUSIVE_ROWS: usize = 1024;
 
@@ -402,11 +397,13 @@ pub struct Frozen {
 /// [`Inner::prelookup`] of a request's points, for database `db`: per point, its key's hash (`None`
 /// without a key) and the series it named then (`None` where neither the cache of series keys nor the
 /// catalog had it, or the catalog was not asked).
-struct Prelookup {
+struct Prelookup<'a> {
     db: DbId,
     rows: Vec<(Option<series_keys::KeyHash>, Option<(TableId, SeriesId)>)>,
-    /// The write's [`KeyCache`].
-    cache: KeyCache,
+    /// The rows the catalog had every name of but not the series (ascending), with what their lookup
+    /// resolved ([`Lookup::NewSeries`]): the resolve checks only what may have changed since
+    /// ([`Resolver::lookup_again`]) instead of looking them up again under `write_lock`.
+    new: Vec<(usize, NewSeries<'a>)>,
 }
 
 #[derive(Default)]
@@ -440,8 +437,14 @@ struct Inner {
     /// What writes waited for ([`Engine::write_waits`]).
     waits: WaitCounters,
     /// Series keys as clients wrote them → their series: read before `write_lock` (a write's lookups,
-    /// [`Inner::prelookup`]), written inside it (the resolve's inserts).
+    /// [`Inner::prelookup`]), written after it (the keys a write's resolve found, `Engine::write_with`).
     series_keys: RwLock<series_keys::SeriesKeys>,
+    /// `series_keys`' hasher, for a write that hashes its keys without asking the cache
+    /// ([`KeyCache::Skip`]): it takes no lock then, and waits for no other write's inserts.
+    key_hasher: series_keys::KeyHasher,
+    /// The database the last [`Inner::prelookup`] asked the catalog for, and its id then (a database
+    /// dropped and made again since has another: the resolve drops a prelookup of the wrong id).
+    prelookup_db: Mutex<Option<(Box<str>, DbId)>>,
     mem: RwLock<MemState>,
     segments: RwLock<SegmentSet>,
     next_generation: AtomicU64,
@@ -572,6 +575,8 @@ impl Engine {
         let config_throttle =
             config.compaction_bytes_per_sec_max.map(|r| Arc::new(TokenBucket::new(r, config.compaction_throttle_clock.clone())));
 
+        let series_keys = series_keys::SeriesKeys::new();
+        let key_hasher = series_keys.hasher();
         let inner = Arc::new(Inner {
             config,
             _locks: locks,
@@ -583,7 +588,9 @@ impl Engine {
             write_lock: Mutex::new(()),
             turns: turns::Turns::default(),
             waits: WaitCounters::default(),
-            series_keys: RwLock::new(series_keys::SeriesKeys::new()),
+            series_keys: RwLock::new(series_keys),
+            key_hasher,
+            prelookup_db: Mutex::new(None),
             mem: RwLock::new(mem),
             segments: RwLock::new(segments),
             next_generation: AtomicU64::new(max_gen + 1),
@@ -724,12 +731,17 @@ impl Engine {
         let w = self.inner.write_lock.lock();
         waits.lock_nanos.fetch_add(nanos_since(t), Ordering::Relaxed);
         self.inner.stall_if_behind()?;
-        let (batch, rejected) = self.inner.resolve(db, points, pre.as_ref())?;
+        let (batch, rejected, new_keys) = self.inner.resolve(db, points, pre)?;
         if batch.rows.is_empty() && batch.entries.is_empty() {
             return Ok(WriteOutcome { rows_written: 0, rejected });
         }
         let ticket = self.inner.turns.ticket(&w);
         drop(w);
+        // The keys of the series the resolve found through the catalog go to the cache only now, beside
+        // the next write's resolve: under `write_lock` they made 10,000 new series' request hold it a
+        // tenth longer, and the resolve is the one part of a write that two cannot do at once. An entry
+        // may name a table dropped by now: the cache's users check its table (`series_keys.rs`).
+        insert_keys(&self.inner.series_keys, new_keys);
         let mut payload = Vec::with_capacity(batch.encoded_len_hint());
         batch.encode(&mut payload);
         let t = Instant::now();
@@ -967,22 +979,22 @@ fn lookup_row<'a>(
     Ok(shape.as_ref().map_or(Lookup::Missing, |(_, s)| Resolver::lookup_shaped(d, s, &p.tags)))
 }
 
-/// Adds `new_keys` (keys of database `db` resolved through the catalog, with their hashes and what they
-/// name) to the cache of series keys under one write lock, and empties them and their index.
-fn insert_keys(
-    keys: &RwLock<series_keys::SeriesKeys>,
+/// Keys of database `db` a write resolved through the catalog (new series', and those the cache had
+/// lost), with their hashes and what they name, for the cache of series keys.
+struct NewKeys<'p> {
     db: DbId,
-    new_keys: &mut Vec<(series_keys::KeyHash, &str, TableId, SeriesId)>,
-    at: &mut crate::FastMap<series_keys::KeyHash, usize>,
-) {
-    if new_keys.is_empty() {
+    keys: Vec<(series_keys::KeyHash, &'p str, TableId, SeriesId)>,
+}
+
+/// Adds `new` to the cache of series keys under one write lock.
+fn insert_keys(keys: &RwLock<series_keys::SeriesKeys>, new: NewKeys<'_>) {
+    if new.keys.is_empty() {
         return;
     }
     let mut k = keys.write();
-    for (h, key, table, series) in new_keys.drain(..) {
-        k.insert(h, db, key, table, series);
+    for (h, key, table, series) in new.keys {
+        k.insert(h, new.db, key, table, series);
     }
-    at.clear();
 }
 
 /// `p`'s field names and types, in its order, into `out` (cleared first).
@@ -1255,21 +1267,48 @@ impl Inner {
     /// comparing the key again: at 100 hosts nearly every row of a TSBS body, and a key is ~150 bytes.
     /// Keys at rising addresses (each line's own, in body order) are kept in `firsts`; only a key at an
     /// address not above the last one's is searched for there, so a body without repeats pays a push.
-    fn prelookup(&self, db: &str, points: &[WritePoint<'_>], cache: KeyCache) -> Option<Prelookup> {
-        let mut cat = self.catalog.read();
-        let db_id = cat.db(db)?.id;
-        let mut keys = self.series_keys.read();
+    fn prelookup<'a>(&self, db: &str, points: &[WritePoint<'a>], cache: KeyCache) -> Option<Prelookup<'a>> {
+        // The catalog is asked only while no other write holds it to add series (its resolve's
+        // stretches, [`RESOLVE_EXCLUSIVE_ROWS`]): its lock is taken with `try_read`, at the start and
+        // again every [`PRELOOKUP_BUMP_ROWS`] rows, and once refused the rest of the rows are left to the
+        // resolve. Waited for at the start only when the write asks the cache or the database's id is
+        // not known from the write before. The cache's lock is not taken when the write skips the cache
+        // (its hasher is a copy). Why: the resolve, under `write_lock`, is the one part of a write that
+        // two cannot do at once, and this lookup moves what it can of it (a row's lookup, all of it for
+        // a row whose series exists, most of it for a new one: [`Resolver::lookup_again`]) beside the
+        // other write's resolve, without waiting for it (`bench/results/2026-11-30-xeon-unlocked/NOTES.md`).
+        let (mut cat, db_id) = match (self.catalog.try_read(), cache) {
+            (Some(c), _) => {
+                let id = c.db(db)?.id;
+                (Some(c), id)
+            }
+            (None, KeyCache::Skip) if let Some(id) = self.prelookup_db.lock().as_ref().filter(|(n, _)| **n == *db).map(|(_, id)| *id) => (None, id),
+            (None, _) => {
+                let c = self.catalog.read();
+                let id = c.db(db)?.id;
+                (Some(c), id)
+            }
+        };
+        if cat.is_some() {
+            let mut last = self.prelookup_db.lock();
+            if last.as_ref().is_none_or(|(n, id)| **n != *db || *id != db_id) {
+                *last = Some((db.into(), db_id));
+            }
+        }
+        let mut keys = (cache == KeyCache::Probe).then(|| self.series_keys.read());
         let mut rows = Vec::with_capacity(points.len());
         let mut field_types: Vec<(&str, FieldType)> = Vec::new();
         let mut shape: Option<(usize, RowShape)> = None;
-        let mut new_run = 0;
+        let mut new = Vec::new();
         let mut firsts: Vec<(usize, usize)> = Vec::new();
         // Where the cache held the last key found (`series_keys.rs`: devices reporting in turn).
         let mut prev: Option<u32> = None;
         for (i, p) in points.iter().enumerate() {
             if i > 0 && i % PRELOOKUP_BUMP_ROWS == 0 {
-                RwLockReadGuard::bump(&mut cat);
-                RwLockReadGuard::bump(&mut keys);
+                if cat.take().is_some() {
+                    cat = self.catalog.try_read();
+                }
+                keys.as_mut().map(RwLockReadGuard::bump);
             }
             if let Some(k) = p.known.filter(|k| k.db == db_id) {
                 rows.push((Some(k.hash), Some((k.table, k.series))));
@@ -1287,9 +1326,9 @@ impl Inner {
                     }
                 }
             }
-            let found = p.key.map(|key| match cache {
-                KeyCache::Probe => keys.find_near(prev, db_id, key),
-                KeyCache::Skip => Err(keys.hash(db_id, key)),
+            let found = p.key.map(|key| match &keys {
+                Some(k) => k.find_near(prev, db_id, key),
+                None => Err(self.key_hasher.hash(db_id, key)),
             });
             let (h, mut seen) = match found {
                 None => (None, None),
@@ -1299,26 +1338,24 @@ impl Inner {
                 }
                 Some(Err(h)) => (Some(h), None),
             };
-            if seen.is_none() && new_run < PRELOOKUP_NEW_RUN_MAX {
-                let Some(d) = cat.db_by_id(db_id) else { break };
+            if let (None, Some(c)) = (seen, &cat) {
+                let Some(d) = c.db_by_id(db_id) else { break };
                 // A row the catalog refuses (a type conflict) is the resolve's to report.
                 match lookup_row(d, points, i, &mut field_types, &mut shape) {
-                    Ok(Lookup::Found(r)) => {
-                        seen = Some((r.table, r.series));
-                        new_run = 0;
-                    }
-                    _ => new_run += 1,
+                    Ok(Lookup::Found(r)) => seen = Some((r.table, r.series)),
+                    Ok(Lookup::NewSeries(n)) => new.push((i, n)),
+                    _ => {}
                 }
             }
             rows.push((h, seen));
         }
         rows.resize(points.len(), (None, None));
-        Some(Prelookup { db: db_id, rows, cache })
+        Some(Prelookup { db: db_id, rows, new })
     }
 
     /// Resolves names to ids, creating catalog entries as needed; returns the batch and rejected lines.
     /// `pre` is [`Inner::prelookup`] of the same points, or `None`.
-    fn resolve<'p>(&self, db: &str, points: &'p [WritePoint<'_>], pre: Option<&Prelookup>) -> Result<(WriteBatch<'p>, Vec<(usize, Error)>)> {
+    fn resolve<'p, 'a>(&self, db: &str, points: &'p [WritePoint<'a>], pre: Option<Prelookup<'a>>) -> Result<(WriteBatch<'p>, Vec<(usize, Error)>, NewKeys<'p>)> {
         let mut guard = ResolveGuard::new(self.catalog.upgradable_read());
         let (db_id, retention_ns) = {
             let d = guard.cat().db(db).ok_or_else(|| Error::DatabaseNotFound { name: db.to_string() })?;
@@ -1326,21 +1363,19 @@ impl Inner {
         };
         // Looked up for the database of that name then: one dropped and created again since has
         // another id, and its keys other hashes.
-        let pre = pre.filter(|c| c.db == db_id);
-        if let Some(c) = pre {
+        let mut pre = pre.filter(|c| c.db == db_id);
+        if let Some(c) = &pre {
             assert_eq!(c.rows.len(), points.len(), "a lookup per point");
         }
+        let mut new_series = pre.as_mut().map(|c| std::mem::take(&mut c.new)).unwrap_or_default().into_iter().peekable();
+        let pre = pre.as_ref();
         if points.iter().any(|p| p.known.is_some()) {
             let d = guard.cat().db_by_id(db_id).ok_or_else(|| Error::internal("database vanished under write lock"))?;
             check_known(d, db_id, points)?;
         }
-        // Keys inserted by this request: a row's cached miss may have been inserted by an earlier row.
-        let mut inserted = false;
-        // Keys this request resolved through the catalog (new series', and those the cache had lost) and
-        // not in the cache yet, and where each is by its hash (a later row of the same series finds it
-        // here): inserted once the catalog is shared again, at the end of each exclusive run and of the
-        // request. Not while it is exclusive: another request's prelookup may hold the cache's read lock
-        // while it waits for the catalog's.
+        // Keys this request resolved through the catalog (new series', and those the cache had lost), and
+        // where each is by its hash (a later row of the same series finds it here): for the cache, which
+        // the write adds them to once it has let go of `write_lock` (see `Engine::write_with`).
         let mut new_keys: Vec<(series_keys::KeyHash, &str, TableId, SeriesId)> = Vec::new();
         let mut new_key_at: crate::FastMap<series_keys::KeyHash, usize> = crate::FastMap::default();
         let new_key = |new_keys: &[(series_keys::KeyHash, &str, TableId, SeriesId)], at: &crate::FastMap<series_keys::KeyHash, usize>, h, key: &str| {
@@ -1374,10 +1409,7 @@ impl Inner {
         // (`same_names`): the catalog's lock is held throughout and a write only adds to it.
         let mut shape: Option<(usize, RowShape)> = None;
         for (i, p) in points.iter().enumerate() {
-            if guard.row_done() {
-                insert_keys(keys, db_id, &mut new_keys, &mut new_key_at);
-                inserted = true;
-            }
+            guard.row_done();
             if p.ts < cutoff {
                 rejected.push((p.line, Error::BeyondRetention { db: db.to_string(), ts: p.ts, cutoff, retention_ns }));
                 continue;
@@ -1388,9 +1420,7 @@ impl Inner {
                 (Some(key), None, Some(c)) => {
                     let (h, found) = c.rows[i];
                     let h = h.expect("a keyed point's hash");
-                    let found = found
-                        .or_else(|| if new_keys.is_empty() { None } else { new_key(&new_keys, &new_key_at, h, key) })
-                        .or_else(|| if inserted && c.cache == KeyCache::Probe { keys.read().get(h, db_id, key) } else { None });
+                    let found = found.or_else(|| if new_keys.is_empty() { None } else { new_key(&new_keys, &new_key_at, h, key) });
                     (Some((key, h)), found)
                 }
                 (Some(key), None, None) => {
@@ -1423,7 +1453,12 @@ impl Inner {
                 last_fields = Some((r.table, run, i));
                 continue;
             }
-            let found = lookup_row(db_cat, points, i, &mut field_types, &mut shape);
+            while new_series.next_if(|(j, _)| *j < i).is_some() {}
+            let again = new_series.next_if(|(j, _)| *j == i).and_then(|(_, n)| Resolver::lookup_again(db_cat, n));
+            let found = match again {
+                Some(l) => Ok(l),
+                None => lookup_row(db_cat, points, i, &mut field_types, &mut shape),
+            };
             let resolved = match found {
                 Ok(Lookup::Found(r)) => Ok(r),
                 Ok(found) => {
@@ -1441,6 +1476,11 @@ impl Inner {
                     push_borrowed(&mut batch, r.table, r.series, p.ts, run, &p.fields);
                     match key {
                         Some((key, h)) => {
+                            if new_key_at.is_empty() {
+                                // Kept for the whole request now: grown from empty, a request of new
+                                // series rehashed it every doubling up to 10,000 keys.
+                                new_key_at.reserve(points.len());
+                            }
                             new_key_at.insert(h, new_keys.len());
                             new_keys.push((h, key, r.table, r.series));
                         }
@@ -1457,12 +1497,8 @@ impl Inner {
                 Err(e) => return Err(e),
             }
         }
-        // Shared, and before the catalog's lock goes: an entry is valid while its table exists, and no
-        // table can be dropped while the lock is held.
-        guard.share();
-        insert_keys(keys, db_id, &mut new_keys, &mut new_key_at);
         drop(guard);
-        Ok((batch, rejected))
+        Ok((batch, rejected, NewKeys { db: db_id, keys: new_keys }))
     }
 
     /// Waits while too many memtables, or too many memtable bytes, are waiting for flush

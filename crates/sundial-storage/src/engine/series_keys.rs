@@ -80,9 +80,25 @@ pub(super) struct Found {
     pub at: u32,
 }
 
+/// How a cache hashes its keys, copied out of it: the same for the cache's whole life (it starts again
+/// empty with the same hasher), so a hash made with a copy, the cache's lock released, is the hash the
+/// cache would make.
+#[derive(Clone)]
+pub(super) struct KeyHasher(foldhash::fast::RandomState);
+
+impl KeyHasher {
+    pub(super) fn hash(&self, db: DbId, key: &str) -> KeyHash {
+        KeyHash(self.0.hash_one((db, key)))
+    }
+}
+
 impl SeriesKeys {
     pub(super) fn new() -> SeriesKeys {
         SeriesKeys { limit: SERIES_KEY_CACHE_BYTES_MAX, ..Default::default() }
+    }
+
+    pub(super) fn hasher(&self) -> KeyHasher {
+        KeyHasher(self.hasher.clone())
     }
 
     pub(super) fn hash(&self, db: DbId, key: &str) -> KeyHash {

@@ -548,9 +548,9 @@ fn prelooked_series_of_a_table_dropped_since_are_not_used() {
     e.write("db", &[row(None, "c", 1, 3)]).unwrap();
     let new = e.catalog().db("db").unwrap().table("cpu").unwrap().id;
     assert_ne!(new, old);
-    let (batch, rejected) = {
+    let (batch, rejected, _) = {
         let _w = e.inner.lock_writes();
-        e.inner.resolve("db", &points, Some(&pre)).unwrap()
+        e.inner.resolve("db", &points, Some(pre)).unwrap()
     };
     assert!(rejected.is_empty());
     let rows: Vec<_> = batch.rows.iter().map(|r| (r.table, r.series, r.ts)).collect();
