@@ -1189,12 +1189,17 @@ impl Resolver {
         let mut set: Vec<_> =
             shape.tag_cols.iter().zip(tags).map(|(c, (_, v))| (*c, *v, t.tag_dict(*c).and_then(|d| d.id_of(v)))).collect();
         set.sort_unstable_by_key(|(c, _, _)| *c);
-        // A value never interned: no series carries it.
-        let ids: Option<Vec<(ColId, u32)>> = set.iter().map(|(c, _, v)| v.map(|v| (*c, v))).collect();
-        if let Some(series) = ids.and_then(|ids| t.find_series(&ids)) {
-            return Lookup::Found(ResolvedRow { table: t.id, series, fields: shape.fields.clone() });
+        Self::series_or_new(t, NewSeries { table: t.id, tags: set, fields: shape.fields.clone() })
+    }
+
+    /// The series of table `t` with `new`'s tags if one has them (every value interned: a value never
+    /// interned, no series carries it), else `new`.
+    fn series_or_new<'a>(t: &TableCatalog, new: NewSeries<'a>) -> Lookup<'a> {
+        let ids: Option<Vec<(ColId, u32)>> = new.tags.iter().map(|(c, _, v)| v.map(|v| (*c, v))).collect();
+        match ids.and_then(|ids| t.find_series(&ids)) {
+            Some(series) => Lookup::Found(ResolvedRow { table: t.id, series, fields: new.fields }),
+            None => Lookup::NewSeries(new),
         }
-        Lookup::NewSeries(NewSeries { table: t.id, tags: set, fields: shape.fields.clone() })
     }
 
     /// [`Resolver::lookup_shaped`]'s answer again for a row it found new (`new`) under a lock since
@@ -1203,20 +1208,12 @@ impl Resolver {
     /// never removed or retyped). `None` when the table is gone: look the row up from its names.
     pub fn lookup_again<'a>(db: &DbCatalog, mut new: NewSeries<'a>) -> Option<Lookup<'a>> {
         let t = db.table_by_id(new.table)?;
-        let mut all = true;
         for (c, v, id) in &mut new.tags {
             if id.is_none() {
                 *id = t.tag_dict(*c).and_then(|d| d.id_of(v));
-                all &= id.is_some();
             }
         }
-        if all {
-            let ids: Vec<(ColId, u32)> = new.tags.iter().filter_map(|(c, _, v)| Some((*c, (*v)?))).collect();
-            if let Some(series) = t.find_series(&ids) {
-                return Some(Lookup::Found(ResolvedRow { table: t.id, series, fields: new.fields }));
-            }
-        }
-        Some(Lookup::NewSeries(new))
+        Some(Self::series_or_new(t, new))
     }
 
     /// Adds the series `lookup` (or `lookup_again`) found missing, under the same lock as that lookup

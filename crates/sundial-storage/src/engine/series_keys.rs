@@ -44,7 +44,7 @@ pub(super) struct SeriesKeys {
     entries: Vec<Entry>,
     /// Positions in `entries`.
     slots: hashbrown::HashTable<u32>,
-    hasher: foldhash::fast::RandomState,
+    hasher: KeyHasher,
     bytes: usize,
     limit: usize,
 }
@@ -83,7 +83,7 @@ pub(super) struct Found {
 /// How a cache hashes its keys, copied out of it: the same for the cache's whole life (it starts again
 /// empty with the same hasher), so a hash made with a copy, the cache's lock released, is the hash the
 /// cache would make.
-#[derive(Clone)]
+#[derive(Clone, Default)]
 pub(super) struct KeyHasher(foldhash::fast::RandomState);
 
 impl KeyHasher {
@@ -98,11 +98,11 @@ impl SeriesKeys {
     }
 
     pub(super) fn hasher(&self) -> KeyHasher {
-        KeyHasher(self.hasher.clone())
+        self.hasher.clone()
     }
 
     pub(super) fn hash(&self, db: DbId, key: &str) -> KeyHash {
-        KeyHash(self.hasher.hash_one((db, key)))
+        self.hasher.hash(db, key)
     }
 
     /// The (table, series) `key` (hash `h`) named when it was inserted: the table may have been dropped
