@@ -121,24 +121,16 @@ impl<'a> ResolveGuard<'a> {
     }
 
     /// A row done: after [`RESOLVE_EXCLUSIVE_ROWS`] rows held exclusive, shared again (readers in).
-    /// True when it was made shared.
-    fn row_done(&mut self) -> bool {
+    fn row_done(&mut self) {
         if !matches!(self.held, Some(Held::Exclusive(_))) {
-            return false;
+            return;
         }
         self.exclusive_rows += 1;
-        self.exclusive_rows >= RESOLVE_EXCLUSIVE_ROWS && self.share()
-    }
-
-    /// Shared with readers again, if exclusive (true then).
-    fn share(&mut self) -> bool {
-        if matches!(self.held, Some(Held::Exclusive(_)))
+        if self.exclusive_rows >= RESOLVE_EXCLUSIVE_ROWS
             && let Some(Held::Exclusive(g)) = self.held.take()
         {
             self.held = Some(Held::Shared(RwLockWriteGuard::downgrade_to_upgradable(g)));
-            return true;
         }
-        false
     }
 }
 
