@@ -396,6 +396,13 @@ struct Prelookup<'a> {
     /// resolved ([`Lookup::NewSeries`]): the resolve checks only what may have changed since
     /// ([`Resolver::lookup_again`]) instead of looking them up again under `write_lock`.
     new: Vec<(usize, NewSeries<'a>)>,
+    /// Keys whose series the catalog had and the cache of series keys did not (it was not asked, or it
+    /// lost them), with their hashes and series: for the cache ([`NewKeys`]), so that a key the cache
+    /// lost (it started again, or the server did) is known again after one write, not only a new
+    /// series' key.
+    found: Vec<(series_keys::KeyHash, &'a str, TableId, SeriesId)>,
+    /// Rows the cache answered (their [`WritePoint::known`], or found there).
+    cache_hits: usize,
 }
 
 #[derive(Default)]
@@ -431,6 +438,10 @@ struct Inner {
     /// Series keys as clients wrote them → their series: read before `write_lock` (a write's lookups,
     /// [`Inner::prelookup`]), written after it (the keys a write's resolve found, `Engine::write_with`).
     series_keys: RwLock<series_keys::SeriesKeys>,
+    /// Rows whose series the cache of series keys answered, all writes together (their
+    /// [`WritePoint::known`] and their prelookup's finds there): how the cache knows it is of use
+    /// (`series_keys.rs`, admission). Added to once per write, outside the cache's lock.
+    key_cache_hits: AtomicU64,
     /// `series_keys`' hasher, for a write that hashes its keys without asking the cache
     /// ([`KeyCache::Skip`]): it takes no lock then, and waits for no other write's inserts.
     key_hasher: series_keys::KeyHasher,
@@ -581,6 +592,7 @@ impl Engine {
             turns: turns::Turns::default(),
             waits: WaitCounters::default(),
             series_keys: RwLock::new(series_keys),
+            key_cache_hits: AtomicU64::new(0),
             key_hasher,
             prelookup_db: Mutex::new(None),
             mem: RwLock::new(mem),
@@ -723,6 +735,9 @@ impl Engine {
         let w = self.inner.write_lock.lock();
         waits.lock_nanos.fetch_add(nanos_since(t), Ordering::Relaxed);
         self.inner.stall_if_behind()?;
+        if let Some(n) = pre.as_ref().map(|c| c.cache_hits).filter(|n| *n > 0) {
+            self.inner.key_cache_hits.fetch_add(n as u64, Ordering::Relaxed);
+        }
         let (batch, rejected, new_keys) = self.inner.resolve(db, points, pre)?;
         if batch.rows.is_empty() && batch.entries.is_empty() {
             return Ok(WriteOutcome { rows_written: 0, rejected });
@@ -733,7 +748,7 @@ impl Engine {
         // the next write's resolve: under `write_lock` they made 10,000 new series' request hold it a
         // tenth longer, and the resolve is the one part of a write that two cannot do at once. An entry
         // may name a table dropped by now: the cache's users check its table (`series_keys.rs`).
-        insert_keys(&self.inner.series_keys, new_keys);
+        insert_keys(&self.inner.series_keys, new_keys, self.inner.key_cache_hits.load(Ordering::Relaxed));
         let mut payload = Vec::with_capacity(batch.encoded_len_hint());
         batch.encode(&mut payload);
         let t = Instant::now();
@@ -978,12 +993,14 @@ struct NewKeys<'p> {
     keys: Vec<(series_keys::KeyHash, &'p str, TableId, SeriesId)>,
 }
 
-/// Adds `new` to the cache of series keys under one write lock.
-fn insert_keys(keys: &RwLock<series_keys::SeriesKeys>, new: NewKeys<'_>) {
+/// Adds `new` to the cache of series keys under one write lock, telling it first how many rows it has
+/// answered so far (`hits`, [`Inner::key_cache_hits`]).
+fn insert_keys(keys: &RwLock<series_keys::SeriesKeys>, new: NewKeys<'_>, hits: u64) {
     if new.keys.is_empty() {
         return;
     }
     let mut k = keys.write();
+    k.note_hits(hits);
     for (h, key, table, series) in new.keys {
         k.insert(h, new.db, key, table, series);
     }
@@ -1293,6 +1310,7 @@ impl Inner {
         let mut shape: Option<(usize, RowShape)> = None;
         let mut new = Vec::new();
         let mut firsts: Vec<(usize, usize)> = Vec::new();
+        let (mut from_catalog, mut cache_hits) = (Vec::new(), 0);
         // Where the cache held the last key found (`series_keys.rs`: devices reporting in turn).
         let mut prev: Option<u32> = None;
         for (i, p) in points.iter().enumerate() {
@@ -1304,6 +1322,7 @@ impl Inner {
             }
             if let Some(k) = p.known.filter(|k| k.db == db_id) {
                 rows.push((Some(k.hash), Some((k.table, k.series))));
+                cache_hits += 1;
                 continue;
             }
             if let Some(key) = p.key {
@@ -1326,6 +1345,7 @@ impl Inner {
                 None => (None, None),
                 Some(Ok(f)) => {
                     prev = Some(f.at);
+                    cache_hits += 1;
                     (Some(f.hash), Some((f.table, f.series)))
                 }
                 Some(Err(h)) => (Some(h), None),
@@ -1334,7 +1354,12 @@ impl Inner {
                 let Some(d) = c.db_by_id(db_id) else { break };
                 // A row the catalog refuses (a type conflict) is the resolve's to report.
                 match lookup_row(d, points, i, &mut field_types, &mut shape) {
-                    Ok(Lookup::Found(r)) => seen = Some((r.table, r.series)),
+                    Ok(Lookup::Found(r)) => {
+                        seen = Some((r.table, r.series));
+                        if let (Some(h), Some(key)) = (h, p.key) {
+                            from_catalog.push((h, key, r.table, r.series));
+                        }
+                    }
                     Ok(Lookup::NewSeries(n)) => new.push((i, n)),
                     _ => {}
                 }
@@ -1342,7 +1367,7 @@ impl Inner {
             rows.push((h, seen));
         }
         rows.resize(points.len(), (None, None));
-        Some(Prelookup { db: db_id, rows, new })
+        Some(Prelookup { db: db_id, rows, new, found: from_catalog, cache_hits })
     }
 
     /// Resolves names to ids, creating catalog entries as needed; returns the batch and rejected lines.
@@ -1360,15 +1385,17 @@ impl Inner {
             assert_eq!(c.rows.len(), points.len(), "a lookup per point");
         }
         let mut new_series = pre.as_mut().map(|c| std::mem::take(&mut c.new)).unwrap_or_default().into_iter().peekable();
+        // Keys this request resolved through the catalog (new series', and those the cache had lost), and
+        // where each is by its hash (a later row of the same series finds it here): for the cache, which
+        // the write adds them to once it has let go of `write_lock` (see `Engine::write_with`). The
+        // prelookup's finds are the first; a row among them needs no finding here (it has its series).
+        let mut new_keys: Vec<(series_keys::KeyHash, &str, TableId, SeriesId)> =
+            pre.as_mut().map(|c| std::mem::take(&mut c.found)).unwrap_or_default();
         let pre = pre.as_ref();
         if points.iter().any(|p| p.known.is_some()) {
             let d = guard.cat().db_by_id(db_id).ok_or_else(|| Error::internal("database vanished under write lock"))?;
             check_known(d, db_id, points)?;
         }
-        // Keys this request resolved through the catalog (new series', and those the cache had lost), and
-        // where each is by its hash (a later row of the same series finds it here): for the cache, which
-        // the write adds them to once it has let go of `write_lock` (see `Engine::write_with`).
-        let mut new_keys: Vec<(series_keys::KeyHash, &str, TableId, SeriesId)> = Vec::new();
         let mut new_key_at: crate::FastMap<series_keys::KeyHash, usize> = crate::FastMap::default();
         let new_key = |new_keys: &[(series_keys::KeyHash, &str, TableId, SeriesId)], at: &crate::FastMap<series_keys::KeyHash, usize>, h, key: &str| {
             let (_, k, table, series) = new_keys[*at.get(&h)?];
@@ -1467,6 +1494,8 @@ impl Inner {
                     let run = batch.push_cols(r.fields.iter().map(|(c, _)| *c));
                     push_borrowed(&mut batch, r.table, r.series, p.ts, run, &p.fields);
                     match key {
+                        // Its key named this very series (the cache, or the prelookup's finds): nothing new.
+                        Some(_) if seen == Some((r.table, r.series)) => {}
                         Some((key, h)) => {
                             if new_key_at.is_empty() {
                                 // Kept for the whole request now: grown from empty, a request of new

@@ -12,13 +12,28 @@
 //! never reused, so an entry is valid exactly while its table exists in its database: the caller uses an
 //! entry only for a table it has just resolved through the catalog (`Inner::resolve`), and overwrites an
 //! entry whose table is gone.
-//! Bounded by [`SERIES_KEY_CACHE_BYTES_MAX`]: when an insert would pass it, the cache starts again empty
-//! (scenario-5-like loads, where every row is a new series, gain nothing from any policy).
+//! Bounded by [`SERIES_KEY_CACHE_BYTES_MAX`]: when an insert would pass it, the cache starts again empty.
+//!
+//! Admission: a cache that filled up while writes found almost none of its keys (fewer than one hit per
+//! [`USELESS_KEYS_PER_HIT`] keys held) admits only one new key in [`SAMPLE_EVERY`] from then on, chosen
+//! by its hash (the same keys each time, so that a key admitted is found again if it comes again), until
+//! the keys it admits are found again [`RECOVER_HITS_PER_KEY`] times each on average. Why: at TSBS's
+//! 10 M hosts every row is a new series, written once; copying every key into the cache (and its slot
+//! into the table, a cache miss at a random place) was 5-7 % of the server's CPU for nothing, and the
+//! cache started again every 1.3 M keys. A working set too large for the cache, written round after
+//! round, gets no hit from a cache that starts again empty either; a sample of it does get found.
 
 use std::hash::BuildHasher;
 
 use crate::catalog::{DbId, SeriesId, TableId};
 use crate::limits::SERIES_KEY_CACHE_BYTES_MAX;
+
+/// While sampling, one new key in this many is admitted (see the module's doc).
+const SAMPLE_EVERY: u64 = 16;
+/// A cache that filled up with fewer hits than one per this many keys samples from then on.
+const USELESS_KEYS_PER_HIT: u64 = 16;
+/// A sampling cache admits every key again once its keys were found this many times each on average.
+const RECOVER_HITS_PER_KEY: u64 = 2;
 
 /// What an entry costs beyond its key's text: its [`Entry`] (hash, text's offset and length, ids: 32
 /// bytes with padding) and its position in the table (4 bytes, about 5 at the table's load factor).
@@ -47,6 +62,20 @@ pub(super) struct SeriesKeys {
     hasher: KeyHasher,
     bytes: usize,
     limit: usize,
+    /// Whether only sampled keys are admitted ([`sampled`]). Only set when the cache starts again, so
+    /// while it is, every key held is a sampled one.
+    sampling: bool,
+    /// The writes' running count of rows this cache answered, as last told ([`SeriesKeys::note_hits`]),
+    /// and what it was when the cache last started again or changed how it admits.
+    hits: u64,
+    hits_mark: u64,
+}
+
+/// Whether a key of hash `h` is admitted while sampling. From bits 32 and up: hashbrown takes a slot's
+/// position from the low bits and its control byte from the top seven, so the sampled keys still spread
+/// over the whole table.
+fn sampled(h: KeyHash) -> bool {
+    (h.0 >> 32).is_multiple_of(SAMPLE_EVERY)
 }
 
 /// A key: its hash, its database and its text (`text[start..start + len]`), and what it names.
@@ -140,9 +169,31 @@ impl SeriesKeys {
         self.find(h, db, key).ok_or(h)
     }
 
+    /// Takes the writes' running count of rows the cache answered (`total`, never decreasing): a
+    /// sampling cache whose keys are found often enough admits every key again.
+    pub(super) fn note_hits(&mut self, total: u64) {
+        debug_assert!(total >= self.hits, "the count of hits went back");
+        self.hits = total;
+        let found = total - self.hits_mark;
+        if self.sampling && found >= (self.entries.len() as u64).max(1) * RECOVER_HITS_PER_KEY {
+            self.sampling = false;
+            self.hits_mark = total;
+        }
+    }
+
+    /// Whether new keys are only sampled now (see the module's doc).
+    #[cfg(test)]
+    pub(super) fn sampling(&self) -> bool {
+        self.sampling
+    }
+
     /// Records that `key` (hash `h`) names `series` of `table` (replacing what it named before: a table
-    /// dropped since).
+    /// dropped since), if the cache admits it.
     pub(super) fn insert(&mut self, h: KeyHash, db: DbId, key: &str, table: TableId, series: SeriesId) {
+        if self.sampling && !sampled(h) {
+            // Not held: only sampled keys came in since sampling began, with the cache emptied.
+            return;
+        }
         if let Some(f) = self.find(h, db, key) {
             let e = &mut self.entries[f.at as usize];
             (e.table, e.series) = (table, series);
@@ -154,11 +205,13 @@ impl SeriesKeys {
             // Emptied, their room kept: a load of new series (every row of TSBS's 10 M hosts) restarts
             // the cache every ~1.3 M keys, and fresh room cost a page fault per 4 KiB of keys and the
             // table's growth again (4.6 % of such a load).
+            self.sampling = (self.hits - self.hits_mark).saturating_mul(USELESS_KEYS_PER_HIT) < self.entries.len() as u64;
+            self.hits_mark = self.hits;
             self.text.clear();
             self.entries.clear();
             self.slots.clear();
             self.bytes = 0;
-            if cost > self.limit {
+            if cost > self.limit || (self.sampling && !sampled(h)) {
                 return;
             }
         }
@@ -194,6 +247,9 @@ mod tests {
         assert_eq!(k.get(k.hash(0, "cpu,host=a"), 0, "cpu,host=a"), Some((1, 7)));
         assert_eq!(k.get(k.hash(1, "cpu,host=a"), 1, "cpu,host=a"), Some((2, 9)));
         assert_eq!(k.get(k.hash(0, "cpu,host=b"), 0, "cpu,host=b"), None);
+        // Two keys found (as the writes count them): a cache of use, which admits every key after it
+        // starts again.
+        k.note_hits(2);
         // Overwritten (its table was dropped), not counted twice.
         k.insert(k.hash(0, "cpu,host=a"), 0, "cpu,host=a", 3, 0);
         assert_eq!(k.get(k.hash(0, "cpu,host=a"), 0, "cpu,host=a"), Some((3, 0)));
@@ -209,6 +265,46 @@ mod tests {
         let big = "x".repeat(4 * (ENTRY_BYTES + 10));
         k.insert(k.hash(0, &big), 0, &big, 3, 3);
         assert_eq!(k.bytes(), 0);
+    }
+
+    /// A cache that fills up with keys nobody asks for again admits one new key in [`SAMPLE_EVERY`] (the
+    /// same ones by their hash) until its keys are found again; one whose keys were found admits all.
+    #[test]
+    fn a_cache_filled_without_hits_samples_new_keys_until_they_are_found() {
+        let key = |i: usize| format!("cpu,host=h{i:05}");
+        let mut k = SeriesKeys { limit: 100 * (ENTRY_BYTES + key(0).len()), ..Default::default() };
+        let insert = |k: &mut SeriesKeys, i: usize| {
+            let s = key(i);
+            k.insert(k.hash(0, &s), 0, &s, 1, i as SeriesId);
+        };
+        let held = |k: &SeriesKeys, i: usize| k.get(k.hash(0, &key(i)), 0, &key(i)).is_some();
+        let is_sampled = |k: &SeriesKeys, i: usize| sampled(k.hash(0, &key(i)));
+        // Full with ten hits for a hundred keys (one per ten, more than one per 16): all admitted after.
+        (0..100).for_each(|i| insert(&mut k, i));
+        k.note_hits(10);
+        insert(&mut k, 100);
+        assert!(!k.sampling() && held(&k, 100) && !held(&k, 0), "started again, admitting every key");
+        // Full again without a hit: sampling.
+        (101..200).for_each(|i| insert(&mut k, i));
+        assert!(!k.sampling());
+        (200..1000).for_each(|i| insert(&mut k, i));
+        assert!(k.sampling());
+        let kept: Vec<usize> = (200..1000).filter(|i| held(&k, *i)).collect();
+        let expected: Vec<usize> = (200..1000).filter(|i| is_sampled(&k, *i)).collect();
+        assert_eq!(kept, expected, "exactly the sampled keys are held");
+        assert!((20..=90).contains(&kept.len()), "about one in 16 of 800: {}", kept.len());
+        // A key left out is left out again; a sampled one held is updated in place.
+        let out = (200..1000).find(|i| !is_sampled(&k, *i)).unwrap();
+        insert(&mut k, out);
+        assert!(!held(&k, out));
+        // Found twice each on average: every key admitted again.
+        let n = kept.len() as u64;
+        k.note_hits(10 + 2 * n - 1);
+        assert!(k.sampling());
+        k.note_hits(10 + 2 * n);
+        assert!(!k.sampling());
+        insert(&mut k, out);
+        assert!(held(&k, out));
     }
 
     #[test]

@@ -518,6 +518,35 @@ fn writes_skipping_the_key_cache_find_the_same_series_and_fill_it() {
     assert_eq!(answers[0], answers[1]);
 }
 
+/// A key of a series the catalog has and the cache of series keys does not (the engine opened again,
+/// the cache empty) is cached by the first write that has it, also one that skips the cache
+/// ([`KeyCache::Skip`], the server's): before, only new series' keys were, and the server's key probe
+/// never found the keys of series made before a restart.
+#[test]
+fn keys_of_series_made_before_a_restart_are_cached_by_the_next_write() {
+    let keys: Vec<String> = (0..60).map(|i| format!("cpu,host=h{i}")).collect();
+    let hosts: Vec<String> = (0..60).map(|i| format!("h{i}")).collect();
+    let write = |ts: i64| -> Vec<WritePoint<'_>> { (0..60).map(|i| keyed(&keys[i], &hosts[i], ts, i as i64)).collect() };
+    for cache in [KeyCache::Probe, KeyCache::Skip] {
+        let dir = tempfile::tempdir().unwrap();
+        let before = {
+            let e = Engine::open(config(dir.path())).unwrap();
+            e.create_database("db", 0, false).unwrap();
+            e.write_with("db", &write(10), cache).unwrap();
+            let probe = e.key_probe("db").unwrap();
+            keys.iter().map(|k| probe.get(k).map(|known| (known.table, known.series))).collect::<Vec<_>>()
+        };
+        let e = Engine::open(config(dir.path())).unwrap();
+        let probe = e.key_probe("db").unwrap();
+        assert!(keys.iter().all(|k| probe.get(k).is_none()), "{cache:?}: the cache starts empty");
+        e.write_with("db", &write(20), cache).unwrap();
+        let after: Vec<_> = keys.iter().map(|k| probe.get(k).map(|known| (known.table, known.series))).collect();
+        assert!(before.iter().all(Option::is_some));
+        assert_eq!(after, before, "{cache:?}: every key cached again, naming its series");
+        assert_eq!(read_all(&e, "db").len(), 120);
+    }
+}
+
 /// A write's series found before it takes `write_lock` (`Inner::prelookup`: in the cache of series keys,
 /// or in the catalog for rows without a key) are used only for a table the write resolves under the
 /// lock: when the table is dropped and created again in between, the rows go to the new table's series,
