@@ -169,15 +169,15 @@ impl SeriesKeys {
         self.find(h, db, key).ok_or(h)
     }
 
-    /// Takes the writes' running count of rows the cache answered (`total`, never decreasing): a
-    /// sampling cache whose keys are found often enough admits every key again.
+    /// Takes the writes' running count of rows the cache answered (`total`: it only grows, but two
+    /// writes read it before taking this lock, so the later reading may come first): a sampling cache
+    /// whose keys are found often enough admits every key again.
     pub(super) fn note_hits(&mut self, total: u64) {
-        debug_assert!(total >= self.hits, "the count of hits went back");
-        self.hits = total;
-        let found = total - self.hits_mark;
+        self.hits = self.hits.max(total);
+        let found = self.hits - self.hits_mark;
         if self.sampling && found >= (self.entries.len() as u64).max(1) * RECOVER_HITS_PER_KEY {
             self.sampling = false;
-            self.hits_mark = total;
+            self.hits_mark = self.hits;
         }
     }
 
@@ -302,6 +302,9 @@ mod tests {
         k.note_hits(10 + 2 * n - 1);
         assert!(k.sampling());
         k.note_hits(10 + 2 * n);
+        assert!(!k.sampling());
+        // A count read before another write's (the lock taken in the other order) changes nothing.
+        k.note_hits(10);
         assert!(!k.sampling());
         insert(&mut k, out);
         assert!(held(&k, out));
