@@ -19,8 +19,9 @@
 //! by its hash (the same keys each time, so that a key admitted is found again if it comes again), until
 //! the keys it admits are found again [`RECOVER_HITS_PER_KEY`] times each on average. Why: at TSBS's
 //! 10 M hosts every row is a new series, written once; copying every key into the cache (and its slot
-//! into the table, a cache miss at a random place) was 5-7 % of the server's CPU for nothing, and the
-//! cache started again every 1.3 M keys. A working set too large for the cache, written round after
+//! into the table, a cache miss at a random place) was about 2 % of the machine's CPU over the load for
+//! nothing (7 % over its first 2 M rows, with the first fill's page faults), and the cache started again
+//! every 1.3 M keys (`bench/results/2026-11-30-xeon-admit`). A working set too large for the cache, written round after
 //! round, gets no hit from a cache that starts again empty either; a sample of it does get found.
 
 use std::hash::BuildHasher;
@@ -293,7 +294,7 @@ mod tests {
         let expected: Vec<usize> = (200..1000).filter(|i| is_sampled(&k, *i)).collect();
         assert_eq!(kept, expected, "exactly the sampled keys are held");
         assert!((20..=90).contains(&kept.len()), "about one in 16 of 800: {}", kept.len());
-        // A key left out is left out again; a sampled one held is updated in place.
+        // A key left out is left out again.
         let out = (200..1000).find(|i| !is_sampled(&k, *i)).unwrap();
         insert(&mut k, out);
         assert!(!held(&k, out));
