@@ -928,3 +928,41 @@ fn write_waits_count_writes_and_the_time_stalled_behind_the_flush() {
     e.write("db", &[point("cpu", "a", 2, 2)]).unwrap();
     assert_eq!(e.write_waits().writes, 2);
 }
+
+/// A flushed memtable a reader still holds is kept in the engine's list of retired memtables, so that
+/// the reader's drop is not the one that frees it (a query's answer waited for a large memtable's free),
+/// and the flush thread frees it once the reader lets go; the reader reads it meanwhile.
+#[test]
+fn a_flushed_memtable_a_reader_holds_is_freed_by_the_flush_thread_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Engine::open(config(dir.path())).unwrap();
+    e.create_database("db", 0, false).unwrap();
+    e.pause_flushes(true);
+    e.write("db", &[point("cpu", "a", 1, 1), point("cpu", "b", 1, 2)]).unwrap();
+    {
+        let w = e.inner.lock_writes();
+        e.inner.freeze(Quiet::Lock(&w)).unwrap();
+    }
+    let (db, table, v) = {
+        let cat = e.catalog();
+        let d = cat.db("db").unwrap();
+        let t = d.table("cpu").unwrap();
+        (d.id, t.id, t.column("v").unwrap().id)
+    };
+    let snap = e.snapshot(db, table, &[0, 1], i64::MIN, i64::MAX, &[(v, FieldType::Integer)]);
+    assert_eq!(snap.frozen.len(), 1, "the snapshot holds the frozen memtable");
+    let frozen = Arc::downgrade(&snap.frozen[0]);
+    e.pause_flushes(false);
+    e.inner.flush_pending().unwrap();
+    assert!(e.inner.mem.read().frozen.is_empty(), "flushed");
+    assert_eq!(e.inner.retired.lock().len(), 1, "still held by the snapshot: retired, not freed");
+    assert_eq!(snap.read_series(1).unwrap().map(|r| r.ts), Some(vec![1]));
+    drop(snap);
+    let start = Instant::now();
+    while frozen.strong_count() > 0 {
+        assert!(start.elapsed() < Duration::from_secs(10), "the flush thread did not free the retired memtable");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(e.inner.retired.lock().is_empty());
+    assert_eq!(read_all(&e, "db").len(), 2);
+}
