@@ -400,7 +400,7 @@ struct Prelookup<'a> {
     /// lost them), with their hashes and series: for the cache ([`NewKeys`]), so that a key the cache
     /// lost (it started again, or the server did) is known again after one write, not only a new
     /// series' key.
-    found: Vec<(series_keys::KeyHash, &'a str, TableId, SeriesId)>,
+    found: Vec<KeyEntry<'a>>,
     /// Rows the cache answered (their [`WritePoint::known`], or found there).
     cache_hits: usize,
 }
@@ -737,14 +737,14 @@ impl Engine {
     pub fn write_with(&self, db: &str, points: &[WritePoint<'_>], cache: KeyCache) -> Result<WriteOutcome> {
         self.inner.check_poisoned()?;
         let pre = self.inner.prelookup(db, points, cache);
+        if let Some(n) = pre.as_ref().map(|c| c.cache_hits).filter(|n| *n > 0) {
+            self.inner.key_cache_hits.fetch_add(n as u64, Ordering::Relaxed);
+        }
         let waits = &self.inner.waits;
         let t = Instant::now();
         let w = self.inner.write_lock.lock();
         waits.lock_nanos.fetch_add(nanos_since(t), Ordering::Relaxed);
         self.inner.stall_if_behind()?;
-        if let Some(n) = pre.as_ref().map(|c| c.cache_hits).filter(|n| *n > 0) {
-            self.inner.key_cache_hits.fetch_add(n as u64, Ordering::Relaxed);
-        }
         let (batch, rejected, new_keys) = self.inner.resolve(db, points, pre)?;
         if batch.rows.is_empty() && batch.entries.is_empty() {
             return Ok(WriteOutcome { rows_written: 0, rejected });
@@ -993,11 +993,14 @@ fn lookup_row<'a>(
     Ok(shape.as_ref().map_or(Lookup::Missing, |(_, s)| Resolver::lookup_shaped(d, s, &p.tags)))
 }
 
+/// A key for the cache of series keys: its hash, its text, and the series it names.
+type KeyEntry<'a> = (series_keys::KeyHash, &'a str, TableId, SeriesId);
+
 /// Keys of database `db` a write resolved through the catalog (new series', and those the cache had
 /// lost), with their hashes and what they name, for the cache of series keys.
 struct NewKeys<'p> {
     db: DbId,
-    keys: Vec<(series_keys::KeyHash, &'p str, TableId, SeriesId)>,
+    keys: Vec<KeyEntry<'p>>,
 }
 
 /// Adds `new` to the cache of series keys under one write lock, telling it first how many rows it has
@@ -1396,7 +1399,7 @@ impl Inner {
         // where each is by its hash (a later row of the same series finds it here): for the cache, which
         // the write adds them to once it has let go of `write_lock` (see `Engine::write_with`). The
         // prelookup's finds are the first; a row among them needs no finding here (it has its series).
-        let mut new_keys: Vec<(series_keys::KeyHash, &str, TableId, SeriesId)> =
+        let mut new_keys: Vec<KeyEntry<'_>> =
             pre.as_mut().map(|c| std::mem::take(&mut c.found)).unwrap_or_default();
         let pre = pre.as_ref();
         if points.iter().any(|p| p.known.is_some()) {
@@ -1404,7 +1407,7 @@ impl Inner {
             check_known(d, db_id, points)?;
         }
         let mut new_key_at: crate::FastMap<series_keys::KeyHash, usize> = crate::FastMap::default();
-        let new_key = |new_keys: &[(series_keys::KeyHash, &str, TableId, SeriesId)], at: &crate::FastMap<series_keys::KeyHash, usize>, h, key: &str| {
+        let new_key = |new_keys: &[KeyEntry<'_>], at: &crate::FastMap<series_keys::KeyHash, usize>, h, key: &str| {
             let (_, k, table, series) = new_keys[*at.get(&h)?];
             (k == key).then_some((table, series))
         };
