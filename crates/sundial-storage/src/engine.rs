@@ -1713,12 +1713,10 @@ impl Inner {
             let Some(f) = self.mem.read().frozen.front().cloned() else { return Ok(()) };
             let start = Instant::now();
             let n = self.flush_one(&f)?;
-            {
+            let popped = {
                 let mut mem = self.mem.write();
-                if mem.frozen.front().is_some_and(|x| Arc::ptr_eq(x, &f)) {
-                    mem.frozen.pop_front();
-                }
-            }
+                mem.frozen.front().is_some_and(|x| Arc::ptr_eq(x, &f)) && mem.frozen.pop_front().is_some()
+            };
             self.wal.delete_before(f.wal_end)?;
             // Drops and tombstones only the deleted WAL files needed are dead in catalog.log now.
             self.catalog_log_check_due.store(true, Ordering::SeqCst);
@@ -1728,7 +1726,7 @@ impl Inner {
                 self.flush_cv.notify_all();
             }
             // Freed here unless a reader still holds it; then by this thread once none does.
-            if Arc::strong_count(&f) > 1 {
+            if popped && Arc::strong_count(&f) > 1 {
                 self.retired.lock().push(f);
             }
         }
