@@ -203,9 +203,10 @@ impl SeriesKeys {
         let cost = key.len() + ENTRY_BYTES;
         // Offsets are u32: the limit keeps the text far below 4 GiB.
         if self.bytes + cost > self.limit || self.text.len() + key.len() > u32::MAX as usize {
-            // Emptied, their room kept: a load of new series (every row of TSBS's 10 M hosts) restarts
-            // the cache every ~1.3 M keys, and fresh room cost a page fault per 4 KiB of keys and the
-            // table's growth again (4.6 % of such a load).
+            // Emptied, their room kept: a load of new series (every row of TSBS's 10 M hosts) restarted
+            // the cache every ~1.3 M keys before it sampled (and a working set too large for it still
+            // does), and fresh room cost a page fault per 4 KiB of keys and the table's growth again
+            // (4.6 % of such a load).
             self.sampling = (self.hits - self.hits_mark).saturating_mul(USELESS_KEYS_PER_HIT) < self.entries.len() as u64;
             self.hits_mark = self.hits;
             self.text.clear();
