@@ -1449,7 +1449,7 @@ impl Inner {
                 (Some(key), None, Some(c)) => {
                     let (h, found) = c.rows[i];
                     let h = h.expect("a keyed point's hash");
-                    let found = found.or_else(|| if new_keys.is_empty() { None } else { new_key(&new_keys, &new_key_at, h, key) });
+                    let found = found.or_else(|| if new_key_at.is_empty() { None } else { new_key(&new_keys, &new_key_at, h, key) });
                     (Some((key, h)), found)
                 }
                 (Some(key), None, None) => {
