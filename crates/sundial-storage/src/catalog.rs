@@ -247,8 +247,18 @@ impl TagDict {
     }
 
     pub fn id_of(&self, v: &str) -> Option<u32> {
-        let h = hash32(self.hasher.hash_one(v));
-        self.index.find(slot_hash(h), |(id, hid)| *hid == h && self.text(*id) == v).map(|(id, _)| *id)
+        self.find(v).id()
+    }
+
+    /// `v`'s id, or its hash for [`TagDict::add_hashed`] when it is not interned.
+    fn find(&self, v: &str) -> ValueLookup {
+        self.find_hashed(v, hash32(self.hasher.hash_one(v)))
+    }
+
+    /// [`TagDict::find`] of a value whose hash an earlier one gave (`h`).
+    fn find_hashed(&self, v: &str, h: u32) -> ValueLookup {
+        debug_assert_eq!(h, hash32(self.hasher.hash_one(v)), "value {v:?} looked up with another hash");
+        self.index.find(slot_hash(h), |(id, hid)| *hid == h && self.text(*id) == v).map_or(ValueLookup::Absent(h), |(id, _)| ValueLookup::Id(*id))
     }
 
     pub fn value(&self, id: u32) -> Option<&str> {
@@ -340,15 +350,23 @@ impl TagDict {
     }
 
     /// Adds `v`, which the dictionary does not hold, as a value carried by `series`; returns its id.
+    #[cfg(test)]
     fn add_value(&mut self, v: &str, series: SeriesId) -> Result<u32> {
+        let h = hash32(self.hasher.hash_one(v));
+        self.add_hashed(v, h, series)
+    }
+
+    /// [`TagDict::add_value`] of a value [`TagDict::find`] just found absent, with the hash it gave
+    /// (`h`): a new series' new value (TSBS's `hostname`) was hashed for that lookup already.
+    fn add_hashed(&mut self, v: &str, h: u32, series: SeriesId) -> Result<u32> {
         debug_assert!(self.id_of(v).is_none(), "value {v:?} added twice");
+        debug_assert_eq!(h, hash32(self.hasher.hash_one(v)), "value {v:?} added with another hash");
         let end = self.check_room(v)?;
         let id = self.ends.len() as u32;
         self.bytes.push_str(v);
         self.ends.push(end);
         assert!(series & SHARED == 0, "series id {series} beyond SERIES_PER_TABLE_MAX");
         self.carriers.push(series);
-        let h = hash32(self.hasher.hash_one(v));
         self.index.insert_unique(slot_hash(h), (id, h), |(_, h)| slot_hash(*h));
         Ok(id)
     }
@@ -417,6 +435,27 @@ impl Postings {
             at += gap as SeriesId;
             Some(at)
         }))
+    }
+}
+
+/// What a tag column's dictionary answered for a value of a row being resolved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueLookup {
+    /// Interned, with this id.
+    Id(u32),
+    /// Not interned when asked; the dictionary's hash of it, which adding it takes
+    /// ([`TagDict::add_hashed`]).
+    Absent(u32),
+    /// Not asked.
+    Unknown,
+}
+
+impl ValueLookup {
+    pub fn id(self) -> Option<u32> {
+        match self {
+            ValueLookup::Id(id) => Some(id),
+            ValueLookup::Absent(_) | ValueLookup::Unknown => None,
+        }
     }
 }
 
@@ -691,15 +730,17 @@ impl TableCatalog {
                 Err(Error::internal(format!("series replayed with id {series}, exists as {existing}")))
             };
         }
-        self.insert_series(series, tags.iter().map(|(c, v)| (*c, *v, None)))
+        self.insert_series(series, tags.iter().map(|(c, v)| (*c, *v, ValueLookup::Unknown)))
     }
 
     /// Adds series `series`, whose tag set no series of the table has: `tags` by column id (ascending,
-    /// each once), each with its value's id where the caller looked the value up already.
+    /// each once), each with what the caller's lookup of its value answered. An [`ValueLookup::Absent`]
+    /// must be the answer of a lookup since which the table has not changed (the same lock held
+    /// throughout): the value is added without asking again.
     fn insert_series<'v>(
         &mut self,
         series: SeriesId,
-        tags: impl ExactSizeIterator<Item = (ColId, &'v str, Option<u32>)> + Clone,
+        tags: impl ExactSizeIterator<Item = (ColId, &'v str, ValueLookup)> + Clone,
     ) -> Result<()> {
         debug_assert!(tags.clone().zip(tags.clone().skip(1)).all(|(a, b)| a.0 < b.0), "tags sorted by column, each once");
         if series as usize != self.series_count() {
@@ -717,25 +758,29 @@ impl TableCatalog {
         let mut vals = Vec::with_capacity(tags.len());
         for (col, v, known) in tags.clone() {
             let d = self.dict(col)?;
-            let id = known.or_else(|| d.id_of(v));
-            if id.is_none() {
+            let found = match known {
+                ValueLookup::Unknown => d.find(v),
+                k => k,
+            };
+            if let ValueLookup::Absent(_) = found {
                 d.check_room(v)?;
             }
-            vals.push(id);
+            vals.push(found);
         }
         // A new value is carried by this series alone: then the series is found through it.
-        let sole = vals.iter().any(Option::is_none);
+        let sole = vals.iter().any(|v| matches!(v, ValueLookup::Absent(_)));
         let mut ids = Vec::with_capacity(vals.len());
-        for ((col, v, _), id) in tags.clone().zip(vals) {
+        for ((col, v, _), found) in tags.clone().zip(vals) {
             let d = self.dict_mut(col)?;
-            ids.push(match id {
-                Some(id) => {
+            ids.push(match found {
+                ValueLookup::Id(id) => {
                     if let Some(was_sole) = d.add_posting(id, series) {
                         self.index_if_no_sole_value(was_sole);
                     }
                     id
                 }
-                None => d.add_value(v, series)?,
+                ValueLookup::Absent(h) => d.add_hashed(v, h, series)?,
+                ValueLookup::Unknown => unreachable!("every value was looked up above"),
             });
         }
         let shape = self.shape_of(tags.clone().map(|(c, _, _)| c));
@@ -1033,8 +1078,8 @@ impl RowShape {
 #[derive(Debug)]
 pub struct NewSeries<'a> {
     table: TableId,
-    /// Tags by column id (ascending), each with its value's id where the value is interned already.
-    tags: Vec<(ColId, &'a str, Option<u32>)>,
+    /// Tags by column id (ascending), each with what its dictionary answered.
+    tags: Vec<(ColId, &'a str, ValueLookup)>,
     fields: Vec<(ColId, FieldType)>,
 }
 
@@ -1058,7 +1103,7 @@ fn new_series<'v>(
     t: &mut TableCatalog,
     db: DbId,
     table: TableId,
-    tags: impl ExactSizeIterator<Item = (ColId, &'v str, Option<u32>)> + Clone,
+    tags: impl ExactSizeIterator<Item = (ColId, &'v str, ValueLookup)> + Clone,
     entries: &mut Vec<CatalogEntry>,
 ) -> Result<SeriesId> {
     let s = t.series_count() as SeriesId;
@@ -1187,7 +1232,7 @@ impl Resolver {
         let Some(t) = db.table_by_id(shape.table) else { return Lookup::Missing };
         debug_assert_eq!(shape.tag_cols.len(), tags.len());
         let mut set: Vec<_> =
-            shape.tag_cols.iter().zip(tags).map(|(c, (_, v))| (*c, *v, t.tag_dict(*c).and_then(|d| d.id_of(v)))).collect();
+            shape.tag_cols.iter().zip(tags).map(|(c, (_, v))| (*c, *v, t.tag_dict(*c).map_or(ValueLookup::Unknown, |d| d.find(v)))).collect();
         set.sort_unstable_by_key(|(c, _, _)| *c);
         Self::series_or_new(t, NewSeries { table: t.id, tags: set, fields: shape.fields.clone() })
     }
@@ -1195,7 +1240,7 @@ impl Resolver {
     /// The series of table `t` with `new`'s tags if one has them (every value interned: a value never
     /// interned, no series carries it), else `new`.
     fn series_or_new<'a>(t: &TableCatalog, new: NewSeries<'a>) -> Lookup<'a> {
-        let ids: Option<Vec<(ColId, u32)>> = new.tags.iter().map(|(c, _, v)| v.map(|v| (*c, v))).collect();
+        let ids: Option<Vec<(ColId, u32)>> = new.tags.iter().map(|(c, _, v)| v.id().map(|v| (*c, v))).collect();
         match ids.and_then(|ids| t.find_series(&ids)) {
             Some(series) => Lookup::Found(ResolvedRow { table: t.id, series, fields: new.fields }),
             None => Lookup::NewSeries(new),
@@ -1208,16 +1253,21 @@ impl Resolver {
     /// never removed or retyped). `None` when the table is gone: look the row up from its names.
     pub fn lookup_again<'a>(db: &DbCatalog, mut new: NewSeries<'a>) -> Option<Lookup<'a>> {
         let t = db.table_by_id(new.table)?;
-        for (c, v, id) in &mut new.tags {
-            if id.is_none() {
-                *id = t.tag_dict(*c).and_then(|d| d.id_of(v));
-            }
+        for (c, v, found) in &mut new.tags {
+            // The table is the one of the first lookup (ids are never reused), so are its dictionaries
+            // and their hashes.
+            *found = match (*found, t.tag_dict(*c)) {
+                (ValueLookup::Id(id), _) => ValueLookup::Id(id),
+                (ValueLookup::Absent(h), Some(d)) => d.find_hashed(v, h),
+                (_, d) => d.map_or(ValueLookup::Unknown, |d| d.find(v)),
+            };
         }
         Some(Self::series_or_new(t, new))
     }
 
     /// Adds the series `lookup` (or `lookup_again`) found missing, under the same lock as that lookup
-    /// (nothing changed in between), recording it in `entries`.
+    /// (nothing changed in between: the values it found absent are added without asking again),
+    /// recording it in `entries`.
     pub fn create_series(
         cat: &mut Catalog,
         db: DbId,
@@ -1271,7 +1321,7 @@ impl Resolver {
         let series = match t.lookup_tags(&by_col)?.and_then(|set| t.find_series(&set)) {
             Some(s) => s,
             // No series has these tags (just searched): added without `add_series`' second search.
-            None => new_series(t, db, table_id, by_col.iter().map(|(c, v)| (*c, *v, None)), entries)?,
+            None => new_series(t, db, table_id, by_col.iter().map(|(c, v)| (*c, *v, ValueLookup::Unknown)), entries)?,
         };
         let fields = fields
             .iter()
@@ -1533,9 +1583,9 @@ mod tests {
             };
             // The fields in the row's order; `hostname`'s value (and any value this row brings first) unknown.
             assert_eq!(new.fields.iter().map(|(_, t)| *t).collect::<Vec<_>>(), [FieldType::Float, FieldType::Integer]);
-            assert!(new.tags.iter().any(|(_, v, id)| v.starts_with("host_") && id.is_none()));
+            assert!(new.tags.iter().any(|(_, v, id)| v.starts_with("host_") && matches!(id, ValueLookup::Absent(_))));
             let region = format!("region_{}", i % 9);
-            assert_eq!(new.tags.iter().any(|(_, v, id)| *v == region && id.is_some()), i >= 9, "series {i}");
+            assert_eq!(new.tags.iter().any(|(_, v, id)| *v == region && id.id().is_some()), i >= 9, "series {i}");
             let r = Resolver::create_series(&mut c, 0, new, &mut entries).unwrap();
             assert_eq!(r.series, i);
             assert_eq!(found(Resolver::lookup(c.db("db").unwrap(), "cpu", &tags, &f).unwrap()), Some(i));
@@ -1587,8 +1637,8 @@ mod tests {
         assert!(matches!(Resolver::lookup_again(db, b), Some(Lookup::Found(r)) if r.series == 1));
         let Some(Lookup::NewSeries(c_)) = Resolver::lookup_again(db, c_) else { panic!("host c is still new") };
         let us = db.table("cpu").unwrap().tag_dict(db.table("cpu").unwrap().column("region").unwrap().id).unwrap().id_of("us");
-        assert!(c_.tags.iter().any(|(_, v, id)| *v == "us" && *id == us && us.is_some()), "{:?}", c_.tags);
-        assert!(c_.tags.iter().any(|(_, v, id)| *v == "c" && id.is_none()));
+        assert!(c_.tags.iter().any(|(_, v, id)| *v == "us" && id.id() == us && us.is_some()), "{:?}", c_.tags);
+        assert!(c_.tags.iter().any(|(_, v, id)| *v == "c" && matches!(id, ValueLookup::Absent(_))));
         assert_eq!(Resolver::create_series(&mut c, 0, c_, &mut entries).unwrap().series, 3);
         assert_eq!(found(Resolver::lookup(c.db("db").unwrap(), "cpu", &[("host", "c"), ("region", "us")], &f).unwrap()), Some(3));
         // The table dropped (and made again: another id) since the lookup.
