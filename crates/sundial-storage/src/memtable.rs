@@ -362,7 +362,15 @@ impl RowBuf {
 
     /// [`RowBuf::column_range`] into `out`, reusing its vectors when it holds a column of that type.
     fn column_range_into(&self, col: ColId, range: std::ops::Range<usize>, out: &mut Option<Column>) {
-        let Some(k) = self.schema().iter().position(|(c, _)| *c == col) else {
+        let k = self.schema().iter().position(|(c, _)| *c == col);
+        self.column_at_into(k, range, None, out);
+    }
+
+    /// [`RowBuf::column_range_into`] of the column at position `k` of the schema (`None`: a column the
+    /// rows lack), from `run` when the caller found the rows' slots in one run (see
+    /// [`RowBuf::slice_sorted_into`]).
+    fn column_at_into(&self, k: Option<usize>, range: std::ops::Range<usize>, run: Option<&[u64]>, out: &mut Option<Column>) {
+        let Some(k) = k else {
             *out = None;
             return;
         };
@@ -378,12 +386,21 @@ impl RowBuf {
         } else {
             c.validity.resize(range.len(), true);
         }
-        let runs = self.slots.runs(range.clone(), w);
+        match run {
+            Some(run) => self.gather_into(c, k, range.len(), std::iter::once(run)),
+            None => self.gather_into(c, k, range.len(), self.slots.runs(range, w)),
+        }
+    }
+
+    /// `c`'s values set to column `k` of the `n` rows of `runs` (see [`slots::Slots::runs`]); its
+    /// validity set already.
+    fn gather_into<'r>(&'r self, c: &mut Column, k: usize, n: usize, runs: impl Iterator<Item = &'r [u64]>) {
+        let w = self.width();
         match &mut c.values {
-            ColumnValues::Float(v) => gather(v, range.len(), runs, w, |row| f64::from_bits(row[k])),
-            ColumnValues::Integer(v) => gather(v, range.len(), runs, w, |row| row[k] as i64),
-            ColumnValues::UInteger(v) => gather(v, range.len(), runs, w, |row| row[k]),
-            ColumnValues::Boolean(v) => gather(v, range.len(), runs, w, |row| row[k] != 0),
+            ColumnValues::Float(v) => gather(v, n, runs, w, |row| f64::from_bits(row[k])),
+            ColumnValues::Integer(v) => gather(v, n, runs, w, |row| row[k] as i64),
+            ColumnValues::UInteger(v) => gather(v, n, runs, w, |row| row[k]),
+            ColumnValues::Boolean(v) => gather(v, n, runs, w, |row| row[k] != 0),
             ColumnValues::String(v) => {
                 let slots = runs.flat_map(|run| run.chunks_exact(w)).map(|row| row[k]);
                 refill(v, slots.zip(&c.validity).map(|(x, ok)| if *ok { self.strings()[x as usize].clone() } else { String::new() }))
@@ -424,8 +441,24 @@ impl RowBuf {
         out.series = series;
         refill(&mut out.ts, self.ts[start..end].iter().copied());
         out.cols.resize_with(cols.len(), || None);
-        for ((col, _), dst) in cols.iter().zip(&mut out.cols) {
-            self.column_range_into(*col, start..end, dst);
+        // A flush asks for the rows' own columns in their order, and a series' rows mostly lie in one
+        // chunk of slots: each column is then found at its place and gathered from that one run, found
+        // once, rather than searched for and walked to through the chunks per column (a flush of a
+        // million one-row series did both ten million times).
+        let schema = self.schema();
+        let w = self.width();
+        let one_run = if w == 0 {
+            None
+        } else {
+            let mut runs = self.slots.runs(start..end, w);
+            match (runs.next(), runs.next()) {
+                (first, None) => Some(first.unwrap_or(&[])),
+                _ => None,
+            }
+        };
+        for (j, ((col, _), dst)) in cols.iter().zip(&mut out.cols).enumerate() {
+            let k = if schema.get(j).is_some_and(|(c, _)| c == col) { Some(j) } else { schema.iter().position(|(c, _)| c == col) };
+            self.column_at_into(k, start..end, one_run, dst);
         }
     }
 
