@@ -1389,6 +1389,42 @@ mod tests {
         assert_eq!(r.ts, (10..=20).map(|t| t * 10).collect::<Vec<_>>());
     }
 
+    /// A flush reads a series' rows for its own columns in their order; a read may ask for them in
+    /// another order, for a column the series lacks, for fewer, and over rows in one chunk of slots or
+    /// several: each column is its own values whichever way it was found.
+    #[test]
+    fn columns_read_in_any_order_over_one_chunk_or_several_are_their_own() {
+        let mut g = MemGen::default();
+        let mut b = WriteBatch::new(0);
+        let n = 3 * slots::rows_per_chunk(3) as i64 + 5;
+        for t in 0..n {
+            // Columns first come in the order 2, 0, 1.
+            b.push_row(0, 0, t, [(2, Value::Integer(t)), (0, Value::Float(t as f64 / 2.0)), (1, Value::Boolean(t % 3 == 0))]);
+        }
+        g.apply(&b);
+        let s = &g.table(0, 0).unwrap().series[&0];
+        assert_eq!(s.in_order().schema().iter().map(|(c, _)| *c).collect::<Vec<_>>(), [2, 0, 1]);
+        let want = |t: i64, c: ColId| match c {
+            0 => Some(Value::Float(t as f64 / 2.0)),
+            1 => Some(Value::Boolean(t % 3 == 0)),
+            2 => Some(Value::Integer(t)),
+            _ => None,
+        };
+        let (float, boolean, int) = ((0, FieldType::Float), (1, FieldType::Boolean), (2, FieldType::Integer));
+        let asks: [&[(ColId, FieldType)]; 4] = [&[int, float, boolean], &[float, boolean, int], &[boolean], &[float, (7, FieldType::Float), int]];
+        for cols in asks {
+            // Within the first chunk, then across all of them.
+            for (lo, hi) in [(3, 9), (0, n - 1)] {
+                let r = s.read(0, lo, hi, cols);
+                let got = rows_of(&r);
+                assert_eq!(got.len() as i64, hi - lo + 1, "{cols:?} {lo}..={hi}");
+                for (t, vals) in got {
+                    assert_eq!(vals, cols.iter().map(|(c, _)| want(t, *c)).collect::<Vec<_>>(), "{cols:?} at {t}");
+                }
+            }
+        }
+    }
+
     /// xorshift64*: deterministic, dependency-free.
     struct Rng(u64);
 
