@@ -118,6 +118,11 @@ impl<'a> RowsRef<'a> {
         RowsRef { series: rows.series, ts: &rows.ts, offset: 0, cols: ColsRef::Rows(&rows.cols) }
     }
 
+    /// Rows `range` of these (indexes into `ts`), as the rows of `series`.
+    pub fn slice(&self, series: SeriesId, range: std::ops::Range<usize>) -> RowsRef<'a> {
+        RowsRef { series, ts: &self.ts[range.clone()], offset: self.offset + range.start, cols: self.cols }
+    }
+
     /// The column holding requested column `i` (`None`: no value in these rows); these rows are
     /// `offset..offset + ts.len()` of it.
     pub fn col(&self, i: usize) -> Option<&'a Column> {

@@ -1563,18 +1563,8 @@ impl<'a> SegmentScan<'a> {
             if grp.first_series > series {
                 return Ok(());
             }
-            let blocks = match &self.blocks {
-                Some(b) => b,
-                None => {
-                    let b = match self.seg.cache.get((self.seg.number, self.group as u32)) {
-                        Some(b) => b,
-                        None if self.cache_groups => self.seg.group(self.group)?,
-                        None => self.seg.decode_group(self.group, false)?.into(),
-                    };
-                    self.pos = 0;
-                    self.blocks.insert(b)
-                }
-            };
+            self.load_group()?;
+            let blocks = self.blocks.as_ref().expect("loaded");
             if blocks.get(self.pos).is_some_and(|b| b.series < series) {
                 self.pos += blocks[self.pos..].partition_point(|b| b.series < series);
             }
@@ -1593,6 +1583,118 @@ impl<'a> SegmentScan<'a> {
             self.group += 1;
             self.blocks = None;
         }
+    }
+
+    /// Loads the blocks of the group the cursor is in, decoded (or from the cache), if not yet.
+    fn load_group(&mut self) -> Result<()> {
+        if self.blocks.is_none() {
+            let b = match self.seg.cache.get((self.seg.number, self.group as u32)) {
+                Some(b) => b,
+                None if self.cache_groups => self.seg.group(self.group)?,
+                None => self.seg.decode_group(self.group, false)?.into(),
+            };
+            self.pos = 0;
+            self.blocks = Some(b);
+        }
+        Ok(())
+    }
+
+    /// The first series at or after `series` with a block in this segment (`None`: no more), moving the
+    /// cursor forward to it without handing its blocks out: a later [`SegmentScan::blocks_into`] of it
+    /// still finds them.
+    pub fn next_series(&mut self, series: SeriesId) -> Result<Option<SeriesId>> {
+        let groups = &self.seg.groups;
+        loop {
+            let Some(grp) = groups.get(self.group) else { return Ok(None) };
+            if grp.last_series < series {
+                self.group += groups[self.group..].partition_point(|g| g.last_series < series);
+                self.blocks = None;
+                continue;
+            }
+            if self.blocks.is_none() && grp.first_series >= series {
+                return Ok(Some(grp.first_series)); // known without decoding the group
+            }
+            self.load_group()?;
+            let blocks = self.blocks.as_ref().expect("loaded");
+            self.pos += blocks[self.pos..].partition_point(|b| b.series < series);
+            // `grp.last_series >= series`: a block of the group is at or after `series`.
+            return Ok(Some(blocks[self.pos].series));
+        }
+    }
+
+    /// After [`SegmentScan::blocks_into`] handed out `series`' one block, a packed one: that block and
+    /// those after it in its pack that `take` accepts, in order until the first it refuses, consumed
+    /// (the next `blocks_into` goes past them). `None` when the cursor no longer holds the block (it
+    /// ended its group, and so its pack: a group never ends inside a pack).
+    pub fn pack_run(&mut self, series: SeriesId, mut take: impl FnMut(&BlockMeta) -> bool) -> Option<PackRun> {
+        let blocks = self.blocks.as_ref()?;
+        let first = self.pos.checked_sub(1)?;
+        let b = &blocks[first];
+        if b.series != series || b.pack.is_none() {
+            return None;
+        }
+        while let Some(next) = blocks.get(self.pos) {
+            if next.pack.is_none() || next.ts_chunk != b.ts_chunk || !take(next) {
+                break;
+            }
+            self.pos += 1;
+        }
+        let run = PackRun { blocks: Arc::clone(blocks), range: first..self.pos };
+        if self.pos == blocks.len() {
+            self.group += 1;
+            self.blocks = None;
+        }
+        Some(run)
+    }
+
+    /// The rows of a [`PackRun`] (blocks each wholly inside the range read), for the requested columns,
+    /// borrowed from the decoded pack: one [`RowsRef`] over all of them (series after series), and into
+    /// `members` each block's series and its rows within it. The checks [`SegmentScan::read`] makes
+    /// of one block, made of each.
+    pub fn read_pack<'s>(
+        &'s mut self,
+        run: &PackRun,
+        cols: &[(ColId, FieldType)],
+        members: &mut Vec<(SeriesId, std::ops::Range<usize>)>,
+    ) -> Result<RowsRef<'s>> {
+        let seg = self.seg;
+        let blocks = &run.blocks[run.range.clone()];
+        let first = &blocks[0];
+        // A resolved packed block lists only the columns its own rows have: the run's are their union.
+        let mut stored: Vec<Option<&ColMeta>> = vec![None; cols.len()];
+        for b in blocks {
+            for (slot, c) in stored.iter_mut().zip(cols) {
+                if slot.is_none() {
+                    *slot = seg.stored_col(b, c)?;
+                }
+            }
+        }
+        let current = self.pack.as_ref().filter(|p| {
+            p.segment == seg.number && p.ts_offset == first.ts_chunk.offset && stored.iter().flatten().all(|m| p.col(m.chunk.offset).is_some())
+        });
+        let pack = match current {
+            Some(p) => Arc::clone(p),
+            None => seg.decoded_pack(first, stored.iter().flatten().copied())?,
+        };
+        let base = first.pack_rows().expect("a packed block").start;
+        members.clear();
+        let mut end = base;
+        for b in blocks {
+            let rows = b.pack_rows().expect("a packed block");
+            let ts = pack.ts.get(rows.clone()).unwrap_or_default();
+            let increasing = ts.iter().zip(ts.iter().skip(1)).fold(true, |ok, (x, y)| ok & (x < y));
+            if rows.start != end || ts.len() != b.n_rows as usize || !increasing || ts[0] < b.ts_min || ts[ts.len() - 1] > b.ts_max {
+                let what = "decoded pack timestamps disagree with the block index".to_string();
+                return Err(Error::Corrupt { path: seg.path.clone(), offset: b.ts_chunk.offset, what });
+            }
+            members.push((b.series, rows.start - base..rows.end - base));
+            end = rows.end;
+        }
+        self.pack_cols.clear();
+        self.pack_cols.extend(stored.iter().map(|m| m.and_then(|m| pack.cols.iter().position(|(o, _)| *o == m.chunk.offset))));
+        self.pack = Some(pack);
+        let pack = self.pack.as_ref().expect("just set");
+        Ok(RowsRef { series: first.series, ts: &pack.ts[base..end], offset: base, cols: ColsRef::Pack(&pack.cols, &self.pack_cols) })
     }
 
     /// The rows of block `b` (from [`SegmentScan::blocks_into`]) with `ts_min <= ts <= ts_max`, for the
@@ -1639,6 +1741,23 @@ impl<'a> SegmentScan<'a> {
             offset: rows.start + start,
             cols: ColsRef::Pack(&pack.cols, &self.pack_cols),
         })
+    }
+}
+
+/// Consecutive blocks of one pack, one per series, from [`SegmentScan::pack_run`].
+pub struct PackRun {
+    blocks: Arc<[BlockMeta]>,
+    range: std::ops::Range<usize>,
+}
+
+impl PackRun {
+    /// Series (blocks) in the run.
+    pub fn len(&self) -> usize {
+        self.range.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.range.is_empty()
     }
 }
 

@@ -40,6 +40,11 @@ thread_local! {
     static PRUNED_BLOCKS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
+thread_local! {
+    /// Pieces of several series of a pack the scans handed out: the path must be taken.
+    static PACK_PIECES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 #[derive(Default)]
 struct Model {
     rows: BTreeMap<(&'static str, i64), Row>,
@@ -240,11 +245,14 @@ impl Harness {
         };
         // First (before the tail reads cache block-index groups): the scan hands out the same rows, series ascending, each series' runs in time order.
         // Caching the block-index groups it decodes (resolved packed blocks) and not (their packs' ranges).
-        for (lo, hi, cache_groups) in [(i64::MIN, i64::MAX, true), (i64::MIN, i64::MAX, false), (TS_SPAN / 3, 2 * TS_SPAN / 3, false)] {
+        // And with the series of a pack handed out together (`scan_folds`), each member's rows then
+        // taken as a piece of its own.
+        let ranges = [(i64::MIN, i64::MAX, true), (i64::MIN, i64::MAX, false), (TS_SPAN / 3, 2 * TS_SPAN / 3, false)];
+        for (lo, hi, cache_groups, packs) in ranges.into_iter().flat_map(|(lo, hi, c)| [(lo, hi, c, false), (lo, hi, c, true)]) {
             let snap = e.snapshot(db, table, &series, lo, hi, &col_ids);
             let mut got: BTreeMap<(&'static str, i64), Row> = BTreeMap::new();
             let mut prev: Option<(SeriesId, i64)> = None;
-            snap.scan_with(&series, cache_groups, |_, _| true, None, |r| {
+            let mut each = |r: RowsRef<'_>| {
                 assert!(!r.ts.is_empty() && r.n_cols() == cols.len());
                 assert!(prev.is_none_or(|(ps, pt)| ps < r.series || (ps == r.series && pt < r.ts[0])), "seed {seed} step {step}: scan order");
                 prev = Some((r.series, r.ts[r.ts.len() - 1]));
@@ -257,6 +265,20 @@ impl Harness {
                         }
                     }
                     assert!(got.insert((host, *ts), row).is_none(), "seed {seed} step {step}: {host} {ts} handed out twice");
+                }
+            };
+            snap.scan_pieces(&series, cache_groups, |_, _| true, None, None, packs, |p| match p {
+                Piece::Rows(r) => each(r),
+                Piece::Hours(_) => unreachable!("no hour statistics without `accept`"),
+                Piece::Pack(p) => {
+                    assert!(packs && p.members.len() > 1, "seed {seed} step {step}: a pack piece of {} series", p.members.len());
+                    assert_eq!(p.members[0].1.start, 0);
+                    assert_eq!(p.members.last().unwrap().1.end, p.rows.ts.len());
+                    assert!(p.members.windows(2).all(|w| w[0].1.end == w[1].1.start), "seed {seed} step {step}: members adjoin");
+                    for (m, rows) in p.members {
+                        each(p.rows.slice(*m, rows.clone()));
+                    }
+                    PACK_PIECES.with(|n| n.set(n.get() + 1));
                 }
             })
             .unwrap();
@@ -412,6 +434,7 @@ fn model_random_ops_match_reference_with_synchronous_compaction() {
         run(seed, 400, 0);
     }
     assert!(seeds().len() < 3 || PRUNED_BLOCKS.with(|p| p.get()) > 0, "no block was refused from its statistics");
+    assert!(seeds().len() < 3 || PACK_PIECES.with(|p| p.get()) > 0, "no pack piece was handed out");
 }
 
 #[test]
@@ -420,4 +443,5 @@ fn model_random_ops_match_reference_with_background_compaction_and_two_data_dirs
         run(seed + 1000, 300, 2);
     }
     assert!(seeds().len() < 3 || PRUNED_BLOCKS.with(|p| p.get()) > 0, "no block was refused from its statistics");
+    assert!(seeds().len() < 3 || PACK_PIECES.with(|p| p.get()) > 0, "no pack piece was handed out");
 }

@@ -53,6 +53,12 @@ pub(super) static NARROWED: std::sync::atomic::AtomicUsize = std::sync::atomic::
 /// Hours folded from blocks' hour statistics instead of their rows.
 #[cfg(test)]
 pub(super) static HOURS_FOLDED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Runs of a pack's series folded as one (`merge_members` in [`fold`]), and runs folded series by
+/// series from a pack piece.
+#[cfg(test)]
+pub(super) static PACK_RUNS_MERGED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+#[cfg(test)]
+pub(super) static PACK_RUNS_ALONE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 /// Hours of blocks a raw read left unread, their statistics ruling out the condition (tests).
 #[cfg(test)]
 pub(super) static HOURS_SKIPPED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -1272,65 +1278,95 @@ fn fold(engine: &Engine, read: &Read, range: std::ops::Range<usize>) -> Result<F
     let sc = &plan.scope;
     let series = &sc.series[range.clone()];
     let snap = engine.snapshot(sc.db, sc.table, series, sc.lo, hi, &sc.fields);
-    let nf = sc.fields.len();
-    let mut dense: Vec<bool> = Vec::with_capacity(nf);
+    let mut dense: Vec<bool> = Vec::with_capacity(sc.fields.len());
+    // A pack's series of one group fold as one run (the scan took each one's rows whole, all in the
+    // range) when the run's order does not matter: no buckets to cut it by time, no call selecting a
+    // point (min, max, first and last compare rows in time order and break ties by series).
+    let merge_members = plan.bucket.is_none() && plan.need.iter().all(|n| !(n.min || n.max || n.first || n.last));
     // The scan hands out series in ascending order, as they are in `series`: follow along for the index.
     let mut i = range.start;
     let mut each = |piece: Piece<'_>| {
         while sc.series[i] != piece.series() {
             i += 1;
         }
-        let rows = match piece {
-            Piece::Rows(rows) => rows,
-            Piece::Hours(h) => return fold_hours(plan, &mut out, h, plan.group_of[i], plan.rank[i]),
-        };
-        let ts = rows.ts;
-        let start = ts.partition_point(|t| *t < sc.lo);
-        let end = ts.partition_point(|t| *t <= hi);
-        let (group, rank) = (plan.group_of[i], plan.rank[i]);
-        // These rows are `rows.offset..` of each column.
-        let at = |r: std::ops::Range<usize>| rows.offset + r.start..rows.offset + r.end;
-        // Columns with every value set (the common case), checked once per run of rows rather than per
-        // bucket (a fold without early exit, which vectorises).
-        dense.clear();
-        dense.extend((0..nf).map(|f| rows.col(f).is_some_and(|c| c.validity[at(0..ts.len())].iter().fold(true, |a, v| a & v))));
-        let any_dense = dense.contains(&true);
-        let cols = || (0..nf).filter_map(|f| rows.col(f));
-        let mut a = start;
-        while a < end {
-            let (bucket, b) = match plan.bucket {
-                None => (0, end),
-                Some((interval, offset)) => {
-                    let first = bucket_start(ts[a], interval, offset);
-                    let limit = first.saturating_add(interval);
-                    (first, a + partition_near(&ts[a..end], limit))
-                }
-            };
-            // Rows with at least one of the fields set: the SQL's `count(*)` under its WHERE.
-            let set = if any_dense || cols().any(|c| c.validity[at(a..b)].iter().all(|x| *x)) {
-                (b - a) as u64
-            } else {
-                (a..b).filter(|r| cols().any(|c| c.validity[rows.offset + *r])).count() as u64
-            };
-            if set > 0 || plan.global {
-                let s = out.slot(group, bucket);
-                out.rows[s] += set;
-                for (f, &dense) in dense.iter().enumerate() {
-                    if let Some(col) = rows.col(f) {
-                        out.fields[f].fold(s, plan.need[f], &ts[a..b], col, at(a..b), dense, rank);
+        match piece {
+            Piece::Hours(h) => fold_hours(plan, &mut out, h, plan.group_of[i], plan.rank[i]),
+            Piece::Rows(rows) => fold_rows(plan, hi, &mut out, &mut dense, rows, plan.group_of[i], plan.rank[i]),
+            Piece::Pack(p) => {
+                // The members are the scan's next series: `sc.series[i..]`.
+                let n = p.members.len();
+                let mut m = 0;
+                while m < n {
+                    debug_assert_eq!(sc.series[i + m], p.members[m].0);
+                    let group = plan.group_of[i + m];
+                    let mut end = m + 1;
+                    while merge_members && end < n && plan.group_of[i + end] == group {
+                        end += 1;
                     }
+                    #[cfg(test)]
+                    if end - m > 1 { &PACK_RUNS_MERGED } else { &PACK_RUNS_ALONE }.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let rows = p.rows.slice(p.members[m].0, p.members[m].1.start..p.members[end - 1].1.end);
+                    fold_rows(plan, hi, &mut out, &mut dense, rows, group, plan.rank[i + m]);
+                    m = end;
                 }
             }
-            a = b;
         }
     };
     let result = if plan.hourly {
-        snap.scan_hours(series, |h| (0..h.rows.len()).all(|k| h.rows_set(k).is_some()), &mut each)
+        snap.scan_folds(series, Some(&mut |h: &HourStats| (0..h.rows.len()).all(|k| h.rows_set(k).is_some())), &mut each)
     } else {
-        snap.scan(series, |rows| each(Piece::Rows(rows)))
+        snap.scan_folds(series, None, &mut each)
     };
     result.map_err(|e| e.to_string())?;
     Ok(out)
+}
+
+/// Folds rows of one series (time-sorted), or of several series of one group (see `merge_members` in
+/// [`fold`]: all their rows in the range, no buckets), into `out`: the rows in `sc.lo..=hi` per bucket.
+#[allow(clippy::too_many_arguments)]
+fn fold_rows(plan: &Plan, hi: i64, out: &mut Folded, dense: &mut Vec<bool>, rows: RowsRef<'_>, group: u32, rank: u32) {
+    let sc = &plan.scope;
+    let nf = sc.fields.len();
+    let ts = rows.ts;
+    // Several series' rows are not sorted as one, but lie wholly in the range: both searches then
+    // answer the ends whatever the order.
+    let start = ts.partition_point(|t| *t < sc.lo);
+    let end = ts.partition_point(|t| *t <= hi);
+    // These rows are `rows.offset..` of each column.
+    let at = |r: std::ops::Range<usize>| rows.offset + r.start..rows.offset + r.end;
+    // Columns with every value set (the common case), checked once per run of rows rather than per
+    // bucket (a fold without early exit, which vectorises).
+    dense.clear();
+    dense.extend((0..nf).map(|f| rows.col(f).is_some_and(|c| c.validity[at(0..ts.len())].iter().fold(true, |a, v| a & v))));
+    let any_dense = dense.contains(&true);
+    let cols = || (0..nf).filter_map(|f| rows.col(f));
+    let mut a = start;
+    while a < end {
+        let (bucket, b) = match plan.bucket {
+            None => (0, end),
+            Some((interval, offset)) => {
+                let first = bucket_start(ts[a], interval, offset);
+                let limit = first.saturating_add(interval);
+                (first, a + partition_near(&ts[a..end], limit))
+            }
+        };
+        // Rows with at least one of the fields set: the SQL's `count(*)` under its WHERE.
+        let set = if any_dense || cols().any(|c| c.validity[at(a..b)].iter().all(|x| *x)) {
+            (b - a) as u64
+        } else {
+            (a..b).filter(|r| cols().any(|c| c.validity[rows.offset + *r])).count() as u64
+        };
+        if set > 0 || plan.global {
+            let s = out.slot(group, bucket);
+            out.rows[s] += set;
+            for (f, &dense) in dense.iter().enumerate() {
+                if let Some(col) = rows.col(f) {
+                    out.fields[f].fold(s, plan.need[f], &ts[a..b], col, at(a..b), dense, rank);
+                }
+            }
+        }
+        a = b;
+    }
 }
 
 /// Folds a block's hour statistics (accepted: every hour's [`HourStats::rows_set`] is known) as
@@ -2501,5 +2537,8 @@ mod tests {
         assert!(tabled >= 7, "only {tabled} statements were answered as a table");
         let halves = super::WRITTEN_IN_HALVES.load(std::sync::atomic::Ordering::Relaxed);
         assert!(halves >= 2, "only {halves} answers were written by two threads");
+        let merged = super::PACK_RUNS_MERGED.load(std::sync::atomic::Ordering::Relaxed);
+        let alone = super::PACK_RUNS_ALONE.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(merged >= 5 && alone >= 100, "runs of packs' series folded as one: {merged}, series by series: {alone}");
     }
 }
