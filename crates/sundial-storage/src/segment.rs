@@ -1732,7 +1732,8 @@ impl<'a> SegmentScan<'a> {
         }
         self.pack_cols.clear();
         self.pack_cols.extend(stored.iter().map(|m| m.and_then(|m| pack.cols.iter().position(|(o, _)| *o == m.chunk.offset))));
-        let (start, end) = (ts.partition_point(|t| *t < ts_min), ts.partition_point(|t| *t <= ts_max));
+        let start = ts.partition_point(|t| *t < ts_min);
+        let end = ts.partition_point(|t| *t <= ts_max).max(start); // an empty range: no rows
         self.pack = Some(pack);
         let pack = self.pack.as_ref().expect("just set");
         Ok(RowsRef {

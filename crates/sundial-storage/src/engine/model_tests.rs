@@ -43,6 +43,8 @@ thread_local! {
 thread_local! {
     /// Pieces of several series of a pack the scans handed out: the path must be taken.
     static PACK_PIECES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Exact summaries given (each compared with the model).
+    static SUMMARIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 #[derive(Default)]
@@ -79,6 +81,11 @@ impl Harness {
         // No size floor: catalog.log is rewritten whenever half of it is dead (at open, after
         // compaction, from the flush thread), so the rewrite meets every state the ops create.
         c.catalog_log_rewrite_bytes_min = 0;
+        // No block-index cache in the runs with background compaction: every read then decodes the
+        // groups it meets, and the scans and summaries that do not resolve packs meet unresolved ones.
+        if self.compaction_threads > 0 {
+            c.block_index_cache_bytes = 0;
+        }
         c
     }
 
@@ -339,11 +346,23 @@ impl Harness {
                 assert_eq!(got, want, "seed {seed} step {step}: tail of {k} rows of {host}; last ops {:#?}", self.log.iter().rev().take(8).collect::<Vec<_>>());
             }
         }
-        if let Some(sum) = e.summarize(db, table, &series, i64::MIN, i64::MAX, &col_ids) {
-            assert_eq!(sum.rows, self.model.rows.len() as u64, "seed {seed} step {step}: summary row count");
+        // Summaries over the whole range and a cut one, with the block-index groups cached (packs
+        // resolved) and not; when one is given, it is exact.
+        for (lo, hi, cache) in [(i64::MIN, i64::MAX), (TS_SPAN / 3, 2 * TS_SPAN / 3)].into_iter().flat_map(|(lo, hi)| [(lo, hi, false), (lo, hi, true)]) {
+            let Some(sum) = e.summarize_with(db, table, &series, lo, hi, &col_ids, cache) else { continue };
+            let rows: Vec<&Row> = self.model.rows.iter().filter(|((_, t), _)| lo <= *t && *t <= hi).map(|(_, r)| r).collect();
+            SUMMARIES.with(|n| n.set(n.get() + 1));
+            assert_eq!(sum.rows, rows.len() as u64, "seed {seed} step {step}: summary row count of [{lo}, {hi}], cache {cache}");
             for (i, (name, _, _)) in cols.iter().enumerate() {
-                let vals: Vec<&Value> = self.model.rows.values().filter_map(|r| r.get(name)).collect();
+                let vals: Vec<&Value> = rows.iter().filter_map(|r| r.get(name)).collect();
                 assert_eq!(sum.cols[i].count, vals.len() as u64, "seed {seed} step {step}: summary count of {name}");
+                let order = |a: &&Value, b: &&Value| match (a, b) {
+                    (Value::Integer(x), Value::Integer(y)) => x.cmp(y),
+                    (Value::Float(x), Value::Float(y)) => x.total_cmp(y),
+                    _ => panic!("{name} holds {a:?} and {b:?}"),
+                };
+                let (min, max) = (vals.iter().copied().min_by(order).cloned(), vals.iter().copied().max_by(order).cloned());
+                assert_eq!((&sum.cols[i].min, &sum.cols[i].max), (&min, &max), "seed {seed} step {step}: summary min and max of {name} in [{lo}, {hi}]");
             }
         }
     }
@@ -435,6 +454,7 @@ fn model_random_ops_match_reference_with_synchronous_compaction() {
     }
     assert!(seeds().len() < 3 || PRUNED_BLOCKS.with(|p| p.get()) > 0, "no block was refused from its statistics");
     assert!(seeds().len() < 3 || PACK_PIECES.with(|p| p.get()) > 0, "no pack piece was handed out");
+    assert!(seeds().len() < 3 || SUMMARIES.with(|p| p.get()) > 100, "only {} exact summaries", SUMMARIES.with(|p| p.get()));
 }
 
 #[test]
@@ -444,4 +464,5 @@ fn model_random_ops_match_reference_with_background_compaction_and_two_data_dirs
     }
     assert!(seeds().len() < 3 || PRUNED_BLOCKS.with(|p| p.get()) > 0, "no block was refused from its statistics");
     assert!(seeds().len() < 3 || PACK_PIECES.with(|p| p.get()) > 0, "no pack piece was handed out");
+    assert!(seeds().len() < 3 || SUMMARIES.with(|p| p.get()) > 100, "only {} exact summaries", SUMMARIES.with(|p| p.get()));
 }

@@ -1,13 +1,16 @@
-//! Exact summaries of a time range (row count; per column non-null count, min, max) without decoding.
+//! Exact summaries of a time range (row count; per column non-null count, min, max) without decoding
+//! blocks of their own.
 //!
-//! Segment blocks fully inside the range contribute their footer statistics; memtable rows are counted in
-//! place. A summary is only given when it is exact: every block of a selected series that touches the
-//! range lies wholly inside it, no memtable staging area (late rows) needs sorting, and no two sources of one series overlap
-//! in time (overlapping sources may hold the same row twice, which only the last-write-wins merge
-//! resolves), and no tombstone may hide rows of a block or buffer used (statistics count deleted rows;
-//! see [`crate::tombstone`]). The range starts no earlier than the retention cutoff. Otherwise the
-//! answer is `None` and the caller reads the data. This is what lets a query
-//! engine answer `count`, `min` and `max` over whole blocks from the footers alone.
+//! Segment blocks fully inside the range contribute their footer statistics; a packed block's rows in
+//! the range are read from its decoded pack (one decode serves a thousand series; the footer holds no
+//! statistics of packed blocks until their group is resolved); memtable rows are counted in place. A
+//! summary is only given when it is exact: every block of its own of a selected series that touches the
+//! range lies wholly inside it, no memtable staging area (late rows) needs sorting, no two sources of one
+//! series overlap in time (overlapping sources may hold the same row twice, which only the
+//! last-write-wins merge resolves), and no tombstone may hide rows of a block or buffer used (statistics
+//! count deleted rows; see [`crate::tombstone`]). The range starts no earlier than the retention cutoff.
+//! Otherwise the answer is `None` and the caller reads the data. This is what lets a query engine answer
+//! `count`, `min` and `max` over whole blocks from the footers alone.
 
 use super::Engine;
 use crate::catalog::{ColId, DbId, SeriesId, TableId};
@@ -46,8 +49,28 @@ impl Engine {
         ts_max: i64,
         cols: &[(ColId, FieldType)],
     ) -> Option<RangeSummary> {
+        self.summarize_with(db, table, series, ts_min, ts_max, cols, series.len() <= crate::limits::SCAN_CACHED_SERIES_MAX)
+    }
+
+    /// [`Engine::summarize`], caching the block-index groups it decodes (their packs resolved) or not;
+    /// tests take both ways on a few series.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn summarize_with(
+        &self,
+        db: DbId,
+        table: TableId,
+        series: &[SeriesId],
+        ts_min: i64,
+        ts_max: i64,
+        cols: &[(ColId, FieldType)],
+        cache: bool,
+    ) -> Option<RangeSummary> {
         // Rows past retention are not served: a block straddling the cutoff is "cut by the range".
         let ts_min = ts_min.max(self.inner.retention_cutoff(db));
+        if ts_min > ts_max {
+            // e.g. a range wholly before the retention cutoff: no rows, exactly.
+            return Some(RangeSummary { rows: 0, series_rows: Vec::new(), cols: cols.iter().map(|_| ColumnSummary { count: 0, min: None, max: None }).collect() });
+        }
         self.inner.sort_active(db, table, series);
         let mem = self.inner.mem.read();
         let tombstones = self.inner.table_tombstones(db, table, ts_min, ts_max);
@@ -69,15 +92,49 @@ impl Engine {
                 .iter()
                 .any(|t| t.id > applied && t.hides_generation(gen_max) && t.matches_series(s) && t.overlaps(lo, hi))
         };
+        // The block index walked in series order, one forward cursor per segment, as a scan walks it
+        // (`TableSnapshot::scan`): a lookup per series and segment decoded, resolved and cached every
+        // group of packs it met, which at TSBS's 10 M hosts took 14 s of a SQL `count(*)`. Above
+        // `SCAN_CACHED_SERIES_MAX` series the groups are decoded without their packs: a packed block's
+        // statistics are then read from its rows (its decoded pack, one per thousand series).
+        let sorted: Vec<SeriesId>;
+        let series = if series.windows(2).all(|w| w[0] < w[1]) {
+            series
+        } else {
+            sorted = series.iter().copied().collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+            &sorted
+        };
+        let mut cursors: Vec<crate::segment::SegmentScan<'_>> = segs.iter().map(|seg| seg.scan(cache)).collect();
+        let mut blocks = crate::segment::SeriesBlocks::default();
+        let mut owned = crate::rows::SeriesRows::default();
+        // Time spans of a series' sources, to prove they are disjoint.
+        let mut spans: Vec<(i64, i64)> = Vec::new();
         for &s in series {
-            // Time spans of this series' sources, to prove they are disjoint.
-            let mut spans: Vec<(i64, i64)> = Vec::new();
+            spans.clear();
             let before = acc.rows;
-            for seg in segs {
+            for (seg, cursor) in segs.iter().zip(&mut cursors) {
                 // An unreadable block index: the caller's fallback (decoding rows) reports the error.
-                let blocks = seg.series_blocks(s).ok()?;
+                cursor.blocks_into(s, &mut blocks).ok()?;
                 for b in &blocks {
                     if b.ts_max < ts_min || b.ts_min > ts_max {
+                        continue;
+                    }
+                    // A packed block whose own time range or statistics may not be known (its group
+                    // decoded without its pack): its rows in the range, from the decoded pack. Without
+                    // columns and inside the range its row count is known.
+                    if b.pack.is_some() && (!cols.is_empty() || b.ts_min < ts_min || b.ts_max > ts_max) {
+                        let r = cursor.read(b, ts_min, ts_max, cols, &mut owned).ok()?;
+                        let Some((&lo, &hi)) = r.ts.first().zip(r.ts.last()) else { continue };
+                        if hidden(s, seg.id.generation, seg.id.tombstones_applied, lo, hi) {
+                            return None;
+                        }
+                        spans.push((lo, hi));
+                        acc.rows += r.ts.len() as u64;
+                        for (i, c) in acc.cols.iter_mut().enumerate() {
+                            if let Some(col) = r.col(i) {
+                                c.add_rows(&col.values, &col.validity[r.offset..r.offset + r.ts.len()], r.offset);
+                            }
+                        }
                         continue;
                     }
                     if b.ts_min < ts_min || b.ts_max > ts_max {
@@ -205,28 +262,36 @@ mod tests {
     use super::*;
     use crate::engine::{EngineConfig, WritePoint};
 
+    /// Hosts `a` and `b` have 200 rows each in a segment (blocks of their own), `p0`..`p2` 40 rows each
+    /// there (packed, `PACK_BLOCK_ROWS_MAX`), then all of them 50 more in the memtable.
     #[test]
     fn summaries_equal_what_reading_the_rows_gives_or_are_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let e = Engine::open(EngineConfig::new(dir.path())).unwrap();
+        let mut config = EngineConfig::new(dir.path());
+        // Nothing kept: a read decodes every group it meets, resolved (`cache`) or not.
+        config.block_index_cache_bytes = 0;
+        let e = Engine::open(config).unwrap();
         e.create_database("db", 0, false).unwrap();
-        let write = |from: i64, to: i64| {
+        let write = |hosts: &[&'static str], from: i64, to: i64| {
             let points: Vec<WritePoint> = (from..to)
                 .flat_map(|i| {
-                    ["a", "b"].into_iter().map(move |h| {
+                    hosts.iter().map(move |h| {
                         let mut fields = vec![("v", Value::Integer((i * 37) % 101 - 50))];
                         if i % 4 == 0 {
                             fields.push(("f", Value::Float(i as f64 * 0.5)));
                         }
-                        WritePoint { line: 1, table: "cpu", key: None, known: None, tags: vec![("host", h)].into(), fields: fields.into(), ts: i }
+                        WritePoint { line: 1, table: "cpu", key: None, known: None, tags: vec![("host", *h)].into(), fields: fields.into(), ts: i }
                     })
                 })
                 .collect();
             e.write("db", &points).unwrap();
         };
-        write(0, 100);
+        let (own, packed) = (["a", "b"], ["p0", "p1", "p2"]);
+        write(&own, 0, 200);
+        write(&packed, 150, 190);
         e.flush().unwrap();
-        write(100, 150); // memtable, disjoint from the segment
+        write(&own, 200, 250); // memtable, disjoint from the segment
+        write(&packed, 200, 250);
         let (db, t, cols, series) = {
             let cat = e.catalog();
             let d = cat.db("db").unwrap();
@@ -235,11 +300,11 @@ mod tests {
             (d.id, t.id, cols, (0..t.series_count() as u32).collect::<Vec<_>>())
         };
         // Reference from the rows themselves.
-        let reference = |lo: i64, hi: i64| {
-            let snap = e.snapshot(db, t, &series, lo, hi, &cols);
+        let reference = |series: &[SeriesId], lo: i64, hi: i64| {
+            let snap = e.snapshot(db, t, series, lo, hi, &cols);
             let mut rows = 0u64;
             let mut per_col: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-            for s in &series {
+            for s in series {
                 let Some(r) = snap.read_series(*s).unwrap() else { continue };
                 rows += r.len() as u64;
                 for (i, c) in r.cols.iter().enumerate() {
@@ -262,20 +327,32 @@ mod tests {
             Some(Value::Float(x)) => Some(*x),
             _ => None,
         };
-        for (lo, hi) in [(i64::MIN, i64::MAX), (0, 149), (-5, 120), (100, 149)] {
-            let got = e.summarize(db, t, &series, lo, hi, &cols).expect("whole blocks and disjoint sources");
-            let (rows, per_col) = reference(lo, hi);
-            assert_eq!(got.rows, rows, "[{lo}, {hi}]");
+        let check = |series: &[SeriesId], lo: i64, hi: i64, cache: bool, cols: &[(ColId, FieldType)]| {
+            let got = e.summarize_with(db, t, series, lo, hi, cols, cache).expect("whole blocks and disjoint sources");
+            let (rows, per_col) = reference(series, lo, hi);
+            assert_eq!(got.rows, rows, "[{lo}, {hi}], cache {cache}");
             for (i, c) in got.cols.iter().enumerate() {
                 let vals = &per_col[&i];
-                assert_eq!(c.count, vals.len() as u64);
-                assert_eq!(as_f64(&c.min), vals.iter().copied().reduce(f64::min));
-                assert_eq!(as_f64(&c.max), vals.iter().copied().reduce(f64::max));
+                assert_eq!(c.count, vals.len() as u64, "[{lo}, {hi}], cache {cache}");
+                assert_eq!(as_f64(&c.min), vals.iter().copied().reduce(f64::min), "[{lo}, {hi}], cache {cache}");
+                assert_eq!(as_f64(&c.max), vals.iter().copied().reduce(f64::max), "[{lo}, {hi}], cache {cache}");
             }
+        };
+        // Uncached first: the packs' groups are then decoded without their packs.
+        for cache in [false, true] {
+            for (lo, hi) in [(i64::MIN, i64::MAX), (0, 249), (-5, 220), (200, 249)] {
+                check(&series, lo, hi, cache, &cols);
+                check(&series, lo, hi, cache, &[]);
+            }
+            // A range cutting the packs (not the blocks of their own) is read from the packs' rows.
+            check(&series[2..], 160, 249, cache, &cols);
+            check(&series[2..], 160, 175, cache, &[]);
         }
-        // A range cutting the flushed block, and overlapping sources, are refused.
-        assert_eq!(e.summarize(db, t, &series, 50, 149, &cols), None);
-        write(90, 95); // overwrites rows of the segment from the memtable
+        // A range cutting a block of its own, and overlapping sources, are refused.
+        assert_eq!(e.summarize(db, t, &series, 50, 249, &cols), None);
+        write(&own, 190, 195); // overwrites rows of the segment from the memtable
         assert_eq!(e.summarize(db, t, &series, i64::MIN, i64::MAX, &cols), None);
+        write(&packed, 170, 171);
+        assert_eq!(e.summarize(db, t, &series[2..], i64::MIN, i64::MAX, &cols), None, "a packed row overwritten");
     }
 }
