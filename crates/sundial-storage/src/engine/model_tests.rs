@@ -455,6 +455,7 @@ fn model_random_ops_match_reference_with_synchronous_compaction() {
     assert!(seeds().len() < 3 || PRUNED_BLOCKS.with(|p| p.get()) > 0, "no block was refused from its statistics");
     assert!(seeds().len() < 3 || PACK_PIECES.with(|p| p.get()) > 0, "no pack piece was handed out");
     assert!(seeds().len() < 3 || SUMMARIES.with(|p| p.get()) > 100, "only {} exact summaries", SUMMARIES.with(|p| p.get()));
+    assert!(seeds().len() < 3 || super::summary::PACK_RUNS_SUMMED.with(|p| p.get()) > 0, "no pack run was summed together");
 }
 
 #[test]
@@ -465,4 +466,5 @@ fn model_random_ops_match_reference_with_background_compaction_and_two_data_dirs
     assert!(seeds().len() < 3 || PRUNED_BLOCKS.with(|p| p.get()) > 0, "no block was refused from its statistics");
     assert!(seeds().len() < 3 || PACK_PIECES.with(|p| p.get()) > 0, "no pack piece was handed out");
     assert!(seeds().len() < 3 || SUMMARIES.with(|p| p.get()) > 100, "only {} exact summaries", SUMMARIES.with(|p| p.get()));
+    assert!(seeds().len() < 3 || super::summary::PACK_RUNS_SUMMED.with(|p| p.get()) > 0, "no pack run was summed together");
 }

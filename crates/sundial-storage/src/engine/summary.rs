@@ -109,15 +109,24 @@ impl Engine {
         let mut owned = crate::rows::SeriesRows::default();
         // Time spans of a series' sources, to prove they are disjoint.
         let mut spans: Vec<(i64, i64)> = Vec::new();
-        for &s in series {
+        let mut members: Vec<(SeriesId, std::ops::Range<usize>)> = Vec::new();
+        let mut k = 0;
+        while k < series.len() {
+            let s = series[k];
+            k += 1;
             spans.clear();
             let before = acc.rows;
-            for (seg, cursor) in segs.iter().zip(&mut cursors) {
+            // The segment whose packed block, wholly in the range, held rows of `s`.
+            let mut packed_in: Option<usize> = None;
+            for (i, (seg, cursor)) in segs.iter().zip(&mut cursors).enumerate() {
                 // An unreadable block index: the caller's fallback (decoding rows) reports the error.
                 cursor.blocks_into(s, &mut blocks).ok()?;
                 for b in &blocks {
                     if b.ts_max < ts_min || b.ts_min > ts_max {
                         continue;
+                    }
+                    if b.pack.is_some() && b.ts_min >= ts_min && b.ts_max <= ts_max {
+                        packed_in = Some(i);
                     }
                     // A packed block whose own time range or statistics may not be known (its group
                     // decoded without its pack): its rows in the range, from the decoded pack. Without
@@ -185,10 +194,51 @@ impl Engine {
             if acc.rows > before {
                 acc.series_rows.push((s, acc.rows - before));
             }
+            // `s`'s only source a packed block: the series after it in its pack that are the next
+            // asked for, each with all its rows in the range and no other source (no block in another
+            // segment before `bound`, none in a memtable, no tombstone), summed together as the fold's
+            // scan takes them (`TableSnapshot::scan_folds`).
+            let Some(i) = packed_in.filter(|_| spans.len() == 1 && tombstones.is_empty()) else { continue };
+            let mut bound = SeriesId::MAX;
+            for (c, cursor) in cursors.iter_mut().enumerate() {
+                if c != i
+                    && let Some(next) = cursor.next_series(s.saturating_add(1)).ok()?
+                {
+                    bound = bound.min(next);
+                }
+            }
+            let run = cursors[i].pack_run(s, |b| {
+                let alone = series.get(k) == Some(&b.series)
+                    && b.series < bound
+                    && b.ts_min >= ts_min
+                    && b.ts_max <= ts_max
+                    && mems.iter_mut().all(|(bufs, _)| bufs.get(b.series).is_none());
+                k += usize::from(alone);
+                alone
+            });
+            let Some(run) = run.filter(|r| r.len() > 1) else { continue };
+            #[cfg(test)]
+            PACK_RUNS_SUMMED.with(|n| n.set(n.get() + 1));
+            let r = cursors[i].read_pack(&run, cols, &mut members).ok()?;
+            // `s`'s own rows, the first member's, were summed above.
+            let (from, n) = (members[0].1.end, r.ts.len() - members[0].1.end);
+            acc.rows += n as u64;
+            for (j, c) in acc.cols.iter_mut().enumerate() {
+                if let Some(col) = r.col(j) {
+                    c.add_rows(&col.values, &col.validity[r.offset + from..r.offset + from + n], r.offset + from);
+                }
+            }
+            acc.series_rows.extend(members[1..].iter().map(|(m, rows)| (*m, rows.len() as u64)));
         }
         let cols = acc.cols.into_iter().map(|c| ColumnSummary { count: c.count, min: c.min, max: c.max }).collect();
         Some(RangeSummary { rows: acc.rows, series_rows: acc.series_rows, cols })
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Runs of a pack's series summed together (tests check the path is taken).
+    pub(crate) static PACK_RUNS_SUMMED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 struct Acc {
@@ -262,8 +312,9 @@ mod tests {
     use super::*;
     use crate::engine::{EngineConfig, WritePoint};
 
-    /// Hosts `a` and `b` have 200 rows each in a segment (blocks of their own), `p0`..`p2` 40 rows each
-    /// there (packed, `PACK_BLOCK_ROWS_MAX`), then all of them 50 more in the memtable.
+    /// Hosts `a` and `b` have 200 rows each in a segment (blocks of their own), `p0`..`p2` and
+    /// `q0`..`q3` 40 rows each there (packed, `PACK_BLOCK_ROWS_MAX`), then all but the `q`s 50 more in the
+    /// memtable.
     #[test]
     fn summaries_equal_what_reading_the_rows_gives_or_are_refused() {
         let dir = tempfile::tempdir().unwrap();
@@ -286,9 +337,10 @@ mod tests {
                 .collect();
             e.write("db", &points).unwrap();
         };
-        let (own, packed) = (["a", "b"], ["p0", "p1", "p2"]);
+        let (own, packed, quiet) = (["a", "b"], ["p0", "p1", "p2"], ["q0", "q1", "q2", "q3"]);
         write(&own, 0, 200);
         write(&packed, 150, 190);
+        write(&quiet, 150, 190); // packed, and nothing in the memtable: summed together
         e.flush().unwrap();
         write(&own, 200, 250); // memtable, disjoint from the segment
         write(&packed, 200, 250);
@@ -348,6 +400,7 @@ mod tests {
             check(&series[2..], 160, 249, cache, &cols);
             check(&series[2..], 160, 175, cache, &[]);
         }
+        assert!(PACK_RUNS_SUMMED.with(|n| n.get()) > 0, "the packed hosts were summed together");
         // A range cutting a block of its own, and overlapping sources, are refused.
         assert_eq!(e.summarize(db, t, &series, 50, 249, &cols), None);
         write(&own, 190, 195); // overwrites rows of the segment from the memtable
