@@ -2089,14 +2089,7 @@ impl TableSnapshot {
             {
                 // The series after `s` in this pack, while they are the scan's next and have no other
                 // source: none in another segment before `bound`, none in a memtable, no tombstone.
-                let mut bound = SeriesId::MAX;
-                for (c, cursor) in cursors.iter_mut().enumerate() {
-                    if c != i
-                        && let Some(next) = cursor.next_series(s.saturating_add(1))?
-                    {
-                        bound = bound.min(next);
-                    }
-                }
+                let bound = crate::segment::next_series_elsewhere(&mut cursors, i, s)?;
                 let (ts_min, ts_max) = (self.ts_min, self.ts_max);
                 let run = cursors[i].pack_run(s, |b| {
                     let alone = series.get(k) == Some(&b.series)

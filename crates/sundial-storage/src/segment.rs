@@ -1745,6 +1745,21 @@ impl<'a> SegmentScan<'a> {
     }
 }
 
+/// The first series after `series` with a block in a segment of `cursors` other than `except`'s
+/// (`SeriesId::MAX`: none), moving those cursors forward to it ([`SegmentScan::next_series`]): a pack
+/// run of segment `except` may take the series before it as having no block elsewhere.
+pub(crate) fn next_series_elsewhere(cursors: &mut [SegmentScan<'_>], except: usize, series: SeriesId) -> Result<SeriesId> {
+    let mut bound = SeriesId::MAX;
+    for (c, cursor) in cursors.iter_mut().enumerate() {
+        if c != except
+            && let Some(next) = cursor.next_series(series.saturating_add(1))?
+        {
+            bound = bound.min(next);
+        }
+    }
+    Ok(bound)
+}
+
 /// Consecutive blocks of one pack, one per series, from [`SegmentScan::pack_run`].
 pub struct PackRun {
     blocks: Arc<[BlockMeta]>,

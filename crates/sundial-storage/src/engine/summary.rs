@@ -199,14 +199,7 @@ impl Engine {
             // segment before `bound`, none in a memtable, no tombstone), summed together as the fold's
             // scan takes them (`TableSnapshot::scan_folds`).
             let Some(i) = packed_in.filter(|_| spans.len() == 1 && tombstones.is_empty()) else { continue };
-            let mut bound = SeriesId::MAX;
-            for (c, cursor) in cursors.iter_mut().enumerate() {
-                if c != i
-                    && let Some(next) = cursor.next_series(s.saturating_add(1)).ok()?
-                {
-                    bound = bound.min(next);
-                }
-            }
+            let bound = crate::segment::next_series_elsewhere(&mut cursors, i, s).ok()?;
             let run = cursors[i].pack_run(s, |b| {
                 let alone = series.get(k) == Some(&b.series)
                     && b.series < bound
