@@ -1848,7 +1848,7 @@ pub struct HourFilter<'a> {
     pub keep: &'a mut dyn FnMut(SeriesId, &HourStats, usize) -> bool,
 }
 
-/// A piece of a series' rows from [`TableSnapshot::scan_hours`].
+/// A piece of a series' rows from [`TableSnapshot::scan_folds`].
 pub enum Piece<'a> {
     /// Rows, as [`TableSnapshot::scan`] hands them out.
     Rows(RowsRef<'a>),
@@ -1939,29 +1939,19 @@ impl TableSnapshot {
         self.scan_with(series, series.len() <= limits::SCAN_CACHED_SERIES_MAX, |_, _| true, None, f)
     }
 
-    /// [`TableSnapshot::scan`], handing out a block's [hour statistics](crate::hours) instead of its
-    /// rows in the whole hours of the range where `accept` takes them ([`Piece::Hours`]); the block's
-    /// rows outside those hours come as rows. Only a block that alone holds the series' rows over its
-    /// time range is offered (as in [`TableSnapshot::scan_blocks_where`]): its hours' statistics are
-    /// then those of the answer's rows there. `accept` sees the statistics first and refuses those it
-    /// cannot use (inexact ones: see [`HourStats::rows_set`]); the block is then read as rows.
+    /// [`TableSnapshot::scan`] for folds, in larger pieces:
     ///
-    /// Pieces of one series come in no particular time order: a fold of `count/sum/mean/min/max` does
-    /// not need one, `first/last` would.
-    pub fn scan_hours(
-        &self,
-        series: &[SeriesId],
-        mut accept: impl FnMut(&HourStats) -> bool,
-        f: impl FnMut(Piece<'_>),
-    ) -> Result<()> {
-        let cache = series.len() <= limits::SCAN_CACHED_SERIES_MAX;
-        self.scan_pieces(series, cache, |_, _| true, Some(&mut accept), None, false, f)
-    }
-
-    /// [`TableSnapshot::scan_hours`] (or [`TableSnapshot::scan`], without `accept`), handing out the
-    /// series of a pack together where it can ([`Piece::Pack`]): series consecutive in `series` and in
-    /// one pack, each with no rows in another source, none under a tombstone, and all its rows in the
-    /// range. For folds, which take every row of such a piece as its series' rows.
+    /// - With `accept`, a block's [hour statistics](crate::hours) instead of its rows in the whole hours
+    ///   of the range where `accept` takes them ([`Piece::Hours`]); the block's rows outside those hours
+    ///   come as rows. Only a block that alone holds the series' rows over its time range is offered (as
+    ///   in [`TableSnapshot::scan_blocks_where`]): its hours' statistics are then those of the answer's
+    ///   rows there. `accept` sees the statistics first and refuses those it cannot use (inexact ones:
+    ///   see [`HourStats::rows_set`]); the block is then read as rows. Pieces of one series then come in
+    ///   no particular time order: a fold of `count/sum/mean/min/max` does not need one, `first/last`
+    ///   would.
+    /// - The series of a pack together where it can ([`Piece::Pack`]): series consecutive in `series`
+    ///   and in one pack, each with no rows in another source, no tombstone on the table in the range,
+    ///   and all its rows in the range. A fold takes every row of such a piece as its series' rows.
     pub fn scan_folds(&self, series: &[SeriesId], accept: Option<&mut dyn FnMut(&HourStats) -> bool>, f: impl FnMut(Piece<'_>)) -> Result<()> {
         let cache = series.len() <= limits::SCAN_CACHED_SERIES_MAX;
         self.scan_pieces(series, cache, |_, _| true, accept, None, true, f)
@@ -2003,8 +1993,8 @@ impl TableSnapshot {
         })
     }
 
-    /// [`TableSnapshot::scan_blocks_where`], [`TableSnapshot::scan_hours`] and
-    /// [`TableSnapshot::scan_folds`] (`packs`) in one, caching the block-index groups it decodes or not
+    /// [`TableSnapshot::scan_blocks_where`] and [`TableSnapshot::scan_folds`] (`accept`, `packs`) in
+    /// one, caching the block-index groups it decodes or not
     /// (see [`limits::SCAN_CACHED_SERIES_MAX`]); tests take both ways on a few series.
     #[allow(clippy::too_many_arguments)]
     fn scan_pieces(
@@ -2080,7 +2070,7 @@ impl TableSnapshot {
                     Source::Active => false,
                 });
             if packs
-                && !hidden
+                && self.tombstones.is_empty()
                 && let [(lo, hi, Source::Block(i, 0))] = runs[..]
                 && found[i].len() == 1
                 && lo >= self.ts_min
@@ -2096,7 +2086,6 @@ impl TableSnapshot {
                         && b.series < bound
                         && b.ts_min >= ts_min
                         && b.ts_max <= ts_max
-                        && self.tombstones.is_empty()
                         && !self.active.contains_key(&b.series)
                         && frozen.iter_mut().all(|(_, t, bufs)| !t.may_hold(b.series) || bufs.get(b.series).is_none());
                     k += usize::from(alone);

@@ -1669,32 +1669,38 @@ impl<'a> SegmentScan<'a> {
                 }
             }
         }
-        let current = self.pack.as_ref().filter(|p| {
-            p.segment == seg.number && p.ts_offset == first.ts_chunk.offset && stored.iter().flatten().all(|m| p.col(m.chunk.offset).is_some())
-        });
-        let pack = match current {
-            Some(p) => Arc::clone(p),
-            None => seg.decoded_pack(first, stored.iter().flatten().copied())?,
-        };
+        let pack = self.pack_with(first, &stored)?;
         let base = first.pack_rows().expect("a packed block").start;
         members.clear();
         let mut end = base;
         for b in blocks {
             let rows = b.pack_rows().expect("a packed block");
-            let ts = pack.ts.get(rows.clone()).unwrap_or_default();
-            let increasing = ts.iter().zip(ts.iter().skip(1)).fold(true, |ok, (x, y)| ok & (x < y));
-            if rows.start != end || ts.len() != b.n_rows as usize || !increasing || ts[0] < b.ts_min || ts[ts.len() - 1] > b.ts_max {
-                let what = "decoded pack timestamps disagree with the block index".to_string();
-                return Err(Error::Corrupt { path: seg.path.clone(), offset: b.ts_chunk.offset, what });
-            }
+            // The blocks of a run follow each other in the pack (`pack_run` took them in order).
+            debug_assert_eq!(rows.start, end);
+            check_packed_rows(seg, b, pack.ts.get(rows.clone()).unwrap_or_default())?;
             members.push((b.series, rows.start - base..rows.end - base));
             end = rows.end;
         }
-        self.pack_cols.clear();
-        self.pack_cols.extend(stored.iter().map(|m| m.and_then(|m| pack.cols.iter().position(|(o, _)| *o == m.chunk.offset))));
         self.pack = Some(pack);
         let pack = self.pack.as_ref().expect("just set");
         Ok(RowsRef { series: first.series, ts: &pack.ts[base..end], offset: base, cols: ColsRef::Pack(&pack.cols, &self.pack_cols) })
+    }
+
+    /// The decoded pack of packed block `b` holding the `stored` columns: the one read last when it is
+    /// that pack and holds them, else from [`Segment::decoded_pack`]. Sets `pack_cols` for `stored`
+    /// (each requested column's index in the pack's columns); the caller keeps the pack in `pack`.
+    fn pack_with(&mut self, b: &BlockMeta, stored: &[Option<&ColMeta>]) -> Result<Arc<DecodedPack>> {
+        let seg = self.seg;
+        let current = self.pack.as_ref().filter(|p| {
+            p.segment == seg.number && p.ts_offset == b.ts_chunk.offset && stored.iter().flatten().all(|m| p.col(m.chunk.offset).is_some())
+        });
+        let pack = match current {
+            Some(p) => Arc::clone(p),
+            None => seg.decoded_pack(b, stored.iter().flatten().copied())?,
+        };
+        self.pack_cols.clear();
+        self.pack_cols.extend(stored.iter().map(|m| m.and_then(|m| pack.cols.iter().position(|(o, _)| *o == m.chunk.offset))));
+        Ok(pack)
     }
 
     /// The rows of block `b` (from [`SegmentScan::blocks_into`]) with `ts_min <= ts <= ts_max`, for the
@@ -1714,24 +1720,9 @@ impl<'a> SegmentScan<'a> {
             return Ok(RowsRef::of(owned));
         };
         let stored = seg.stored_cols(b, cols)?;
-        let current = self.pack.as_ref().filter(|p| {
-            p.segment == seg.number && p.ts_offset == b.ts_chunk.offset && stored.iter().flatten().all(|m| p.col(m.chunk.offset).is_some())
-        });
-        let pack = match current {
-            Some(p) => Arc::clone(p),
-            None => seg.decoded_pack(b, stored.iter().flatten().copied())?,
-        };
+        let pack = self.pack_with(b, &stored)?;
         let ts = pack.ts.get(rows.clone()).unwrap_or_default();
-        // The reader's half of the writer's checks for what is returned: this block's rows, strictly
-        // increasing, inside the range its index entry gives (its own once the group was resolved, its
-        // pack's otherwise). A fold without early exit, which vectorises.
-        let increasing = ts.iter().zip(ts.iter().skip(1)).fold(true, |ok, (x, y)| ok & (x < y));
-        if ts.len() != b.n_rows as usize || !increasing || ts[0] < b.ts_min || ts[ts.len() - 1] > b.ts_max {
-            let what = "decoded pack timestamps disagree with the block index".to_string();
-            return Err(Error::Corrupt { path: seg.path.clone(), offset: b.ts_chunk.offset, what });
-        }
-        self.pack_cols.clear();
-        self.pack_cols.extend(stored.iter().map(|m| m.and_then(|m| pack.cols.iter().position(|(o, _)| *o == m.chunk.offset))));
+        check_packed_rows(seg, b, ts)?;
         let start = ts.partition_point(|t| *t < ts_min);
         let end = ts.partition_point(|t| *t <= ts_max).max(start); // an empty range: no rows
         self.pack = Some(pack);
@@ -1743,6 +1734,19 @@ impl<'a> SegmentScan<'a> {
             cols: ColsRef::Pack(&pack.cols, &self.pack_cols),
         })
     }
+}
+
+/// The reader's half of the writer's checks for what is returned of packed block `b`, its rows' times
+/// `ts` in the decoded pack: strictly increasing, as many as the block has, inside the range its index
+/// entry gives (its own once the group was resolved, its pack's otherwise). A fold without early exit,
+/// which vectorises.
+fn check_packed_rows(seg: &Segment, b: &BlockMeta, ts: &[i64]) -> Result<()> {
+    let increasing = ts.iter().zip(ts.iter().skip(1)).fold(true, |ok, (x, y)| ok & (x < y));
+    if ts.len() != b.n_rows as usize || !increasing || ts[0] < b.ts_min || ts[ts.len() - 1] > b.ts_max {
+        let what = "decoded pack timestamps disagree with the block index".to_string();
+        return Err(Error::Corrupt { path: seg.path.clone(), offset: b.ts_chunk.offset, what });
+    }
+    Ok(())
 }
 
 /// The first series after `series` with a block in a segment of `cursors` other than `except`'s

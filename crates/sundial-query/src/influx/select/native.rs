@@ -106,7 +106,7 @@ pub(super) struct Plan {
     rank: Vec<u32>,
     /// Per group: the cells of the grouped tags (a string, or null for a series without the tag).
     groups: Vec<Vec<Cell>>,
-    /// Blocks' hour statistics can stand for their rows ([`TableSnapshot::scan_hours`]): no call needs
+    /// Blocks' hour statistics can stand for their rows ([`TableSnapshot::scan_folds`]): no call needs
     /// a point's time or the first/last row, and every hour lies inside one bucket.
     hourly: bool,
 }
