@@ -2078,21 +2078,12 @@ impl TableSnapshot {
                 && found[i].get(0).is_some_and(|b| b.pack.is_some())
             {
                 // The series after `s` in this pack, while they are the scan's next and have no other
-                // source: none in another segment before `bound`, none in a memtable, no tombstone.
-                let bound = crate::segment::next_series_elsewhere(&mut cursors, i, s)?;
-                let (ts_min, ts_max) = (self.ts_min, self.ts_max);
-                let run = cursors[i].pack_run(s, |b| {
-                    let alone = series.get(k) == Some(&b.series)
-                        && b.series < bound
-                        && b.ts_min >= ts_min
-                        && b.ts_max <= ts_max
-                        && !self.active.contains_key(&b.series)
-                        && frozen.iter_mut().all(|(_, t, bufs)| !t.may_hold(b.series) || bufs.get(b.series).is_none());
-                    k += usize::from(alone);
-                    alone
-                });
+                // source (no block elsewhere, none in a memtable; no tombstone, checked above).
+                let unwritten = |x: SeriesId| {
+                    !self.active.contains_key(&x) && frozen.iter_mut().all(|(_, t, bufs)| !t.may_hold(x) || bufs.get(x).is_none())
+                };
                 // A run of `s` alone is read as any block is, below.
-                if let Some(run) = run.filter(|r| r.len() > 1) {
+                if let Some(run) = crate::segment::alone_in_pack(&mut cursors, i, series, &mut k, (self.ts_min, self.ts_max), unwritten)? {
                     let rows = cursors[i].read_pack(&run, &self.cols, &mut members)?;
                     f(Piece::Pack(PackRows { rows, members: &members }));
                     continue;

@@ -1749,19 +1749,37 @@ fn check_packed_rows(seg: &Segment, b: &BlockMeta, ts: &[i64]) -> Result<()> {
     Ok(())
 }
 
-/// The first series after `series` with a block in a segment of `cursors` other than `except`'s
-/// (`SeriesId::MAX`: none), moving those cursors forward to it ([`SegmentScan::next_series`]): a pack
-/// run of segment `except` may take the series before it as having no block elsewhere.
-pub(crate) fn next_series_elsewhere(cursors: &mut [SegmentScan<'_>], except: usize, series: SeriesId) -> Result<SeriesId> {
+/// After `cursors[i].blocks_into(series[*k - 1])` handed out that series' packed block, wholly in
+/// `[ts_min, ts_max]` and its only source: the run of it and the pack's next blocks of the series asked
+/// next (`series[*k..]`), each wholly in the range, with no block in another segment of `cursors` and
+/// none elsewhere (`unwritten`: no memtable holds the series), `*k` moved past those taken. `None`
+/// unless the run has two series or more. Why one function: a scan's pieces
+/// (`TableSnapshot::scan_folds`) and a summary (`Engine::summarize`) sum such a run as their series'
+/// only rows, so both must take exactly the series these conditions allow.
+pub(crate) fn alone_in_pack(
+    cursors: &mut [SegmentScan<'_>],
+    i: usize,
+    series: &[SeriesId],
+    k: &mut usize,
+    (ts_min, ts_max): (i64, i64),
+    mut unwritten: impl FnMut(SeriesId) -> bool,
+) -> Result<Option<PackRun>> {
+    let s = series[*k - 1];
+    // No block in another segment before `bound`: each such cursor moved forward to its next series.
     let mut bound = SeriesId::MAX;
     for (c, cursor) in cursors.iter_mut().enumerate() {
-        if c != except
-            && let Some(next) = cursor.next_series(series.saturating_add(1))?
+        if c != i
+            && let Some(next) = cursor.next_series(s.saturating_add(1))?
         {
             bound = bound.min(next);
         }
     }
-    Ok(bound)
+    let run = cursors[i].pack_run(s, |b| {
+        let alone = series.get(*k) == Some(&b.series) && b.series < bound && b.ts_min >= ts_min && b.ts_max <= ts_max && unwritten(b.series);
+        *k += usize::from(alone);
+        alone
+    });
+    Ok(run.filter(|r| r.len() > 1))
 }
 
 /// Consecutive blocks of one pack, one per series, from [`SegmentScan::pack_run`].

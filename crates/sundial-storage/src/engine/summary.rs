@@ -199,17 +199,8 @@ impl Engine {
             // segment before `bound`, none in a memtable, no tombstone), summed together as the fold's
             // scan takes them (`TableSnapshot::scan_folds`).
             let Some(i) = packed_in.filter(|_| spans.len() == 1 && tombstones.is_empty()) else { continue };
-            let bound = crate::segment::next_series_elsewhere(&mut cursors, i, s).ok()?;
-            let run = cursors[i].pack_run(s, |b| {
-                let alone = series.get(k) == Some(&b.series)
-                    && b.series < bound
-                    && b.ts_min >= ts_min
-                    && b.ts_max <= ts_max
-                    && mems.iter_mut().all(|(bufs, _)| bufs.get(b.series).is_none());
-                k += usize::from(alone);
-                alone
-            });
-            let Some(run) = run.filter(|r| r.len() > 1) else { continue };
+            let unwritten = |x: SeriesId| mems.iter_mut().all(|(bufs, _)| bufs.get(x).is_none());
+            let Some(run) = crate::segment::alone_in_pack(&mut cursors, i, series, &mut k, (ts_min, ts_max), unwritten).ok()? else { continue };
             #[cfg(test)]
             PACK_RUNS_SUMMED.with(|n| n.set(n.get() + 1));
             let r = cursors[i].read_pack(&run, cols, &mut members).ok()?;
