@@ -31,6 +31,7 @@ use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::common::DataFusionError;
 use datafusion::execution::context::{SessionConfig, SessionContext};
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::{ObjectType, Statement};
 use datafusion::sql::sqlparser::dialect::GenericDialect;
@@ -142,7 +143,12 @@ impl QueryEngine {
             .with_information_schema(true)
             .with_create_default_catalog_and_schema(false)
             .with_default_catalog_and_schema(CATALOG_NAME, db.unwrap_or("public"));
-        let ctx = SessionContext::new_with_config(config);
+        // Scans give exact statistics only where `AggregateStatistics` can use them (`ScanStatisticsWanted`).
+        let mut rules = datafusion::physical_optimizer::optimizer::PhysicalOptimizer::new().rules;
+        let at = rules.iter().position(|r| r.name() == "aggregate_statistics").unwrap_or(0);
+        rules.insert(at, Arc::new(scan::ScanStatisticsWanted));
+        let state = SessionStateBuilder::new().with_config(config).with_default_features().with_physical_optimizer_rules(rules).build();
+        let ctx = SessionContext::new_with_state(state);
         ctx.register_catalog(CATALOG_NAME, Arc::new(provider::SundialCatalog::new(self.engine.clone())));
         let last_rows = provider::LastRowsFunction::new(self.engine.clone(), db.map(str::to_string));
         ctx.register_udtf("last_rows", Arc::new(last_rows));

@@ -1881,6 +1881,17 @@ impl Piece<'_> {
     }
 }
 
+/// Where a [`TableSnapshot::scan_on`] stopped: the index of the next series to read, and each source's
+/// cursor. Made fresh ([`ScanCursor::default`]) for a scan's first part; used with one snapshot and one
+/// list of series throughout.
+#[derive(Default)]
+pub struct ScanCursor {
+    next: usize,
+    /// One per segment of the snapshot, and one per frozen memtable holding the table (empty: at the start).
+    segments: Vec<crate::segment::ScanAt>,
+    frozen: Vec<usize>,
+}
+
 /// See [`Engine::snapshot`].
 pub struct TableSnapshot {
     pub db: DbId,
@@ -1939,6 +1950,25 @@ impl TableSnapshot {
         self.scan_with(series, series.len() <= limits::SCAN_CACHED_SERIES_MAX, |_, _| true, None, f)
     }
 
+    /// [`TableSnapshot::scan`] in parts: hands out the series of `series` from where `at` stopped, as
+    /// `scan` does, until `f` answers `false`; the scan then stops once that piece's series is done (its
+    /// later pieces still come) and `at` keeps where it is. `true` while series are left. Each part
+    /// goes on with the sources' cursors where the part before left them.
+    ///
+    /// Why: a DataFusion scan is pulled a batch at a time, and read series by series
+    /// ([`TableSnapshot::read_series`]) a scan of scenario 5's 10 M one-row series took 10 s; one `scan`
+    /// call per batch would search every segment's block index and decode the group and pack it stopped
+    /// in again at each batch.
+    pub fn scan_on(&self, series: &[SeriesId], at: &mut ScanCursor, mut f: impl FnMut(RowsRef<'_>) -> bool) -> Result<bool> {
+        let cache = series.len() <= limits::SCAN_CACHED_SERIES_MAX;
+        self.scan_pieces(series, cache, Some(&mut *at), |_, _| true, None, None, false, |p| match p {
+            Piece::Rows(r) => f(r),
+            Piece::Hours(_) => unreachable!("no hour statistics without `accept`"),
+            Piece::Pack(_) => unreachable!("no pack pieces without `packs`"),
+        })?;
+        Ok(at.next < series.len())
+    }
+
     /// [`TableSnapshot::scan`] for folds, in larger pieces:
     ///
     /// - With `accept`, a block's [hour statistics](crate::hours) instead of its rows in the whole hours
@@ -1952,9 +1982,12 @@ impl TableSnapshot {
     /// - The series of a pack together where it can ([`Piece::Pack`]): series consecutive in `series`
     ///   and in one pack, each with no rows in another source, no tombstone on the table in the range,
     ///   and all its rows in the range. A fold takes every row of such a piece as its series' rows.
-    pub fn scan_folds(&self, series: &[SeriesId], accept: Option<&mut dyn FnMut(&HourStats) -> bool>, f: impl FnMut(Piece<'_>)) -> Result<()> {
+    pub fn scan_folds(&self, series: &[SeriesId], accept: Option<&mut dyn FnMut(&HourStats) -> bool>, mut f: impl FnMut(Piece<'_>)) -> Result<()> {
         let cache = series.len() <= limits::SCAN_CACHED_SERIES_MAX;
-        self.scan_pieces(series, cache, |_, _| true, accept, None, true, f)
+        self.scan_pieces(series, cache, None, |_, _| true, accept, None, true, |p| {
+            f(p);
+            true
+        })
     }
 
     /// [`TableSnapshot::scan`] without the rows of the blocks `keep` refuses, from their statistics
@@ -1986,39 +2019,62 @@ impl TableSnapshot {
         hours: Option<HourFilter<'_>>,
         mut f: impl FnMut(RowsRef<'_>),
     ) -> Result<()> {
-        self.scan_pieces(series, cache_groups, keep, None, hours, false, |p| match p {
-            Piece::Rows(r) => f(r),
+        self.scan_pieces(series, cache_groups, None, keep, None, hours, false, |p| match p {
+            Piece::Rows(r) => {
+                f(r);
+                true
+            }
             Piece::Hours(_) => unreachable!("no hour statistics without `accept`"),
             Piece::Pack(_) => unreachable!("no pack pieces without `packs`"),
         })
     }
 
-    /// [`TableSnapshot::scan_blocks_where`] and [`TableSnapshot::scan_folds`] (`accept`, `packs`) in
-    /// one, caching the block-index groups it decodes or not
-    /// (see [`limits::SCAN_CACHED_SERIES_MAX`]); tests take both ways on a few series.
+    /// [`TableSnapshot::scan_blocks_where`], [`TableSnapshot::scan_folds`] (`accept`, `packs`) and
+    /// [`TableSnapshot::scan_on`] (`resume`, and `f` answering whether to go on) in one, caching the
+    /// block-index groups it decodes or not (see [`limits::SCAN_CACHED_SERIES_MAX`]); tests take both
+    /// ways on a few series.
     #[allow(clippy::too_many_arguments)]
     fn scan_pieces(
         &self,
         series: &[SeriesId],
         cache_groups: bool,
+        mut resume: Option<&mut ScanCursor>,
         mut keep: impl FnMut(SeriesId, &BlockMeta) -> bool,
         mut accept: Option<&mut dyn FnMut(&HourStats) -> bool>,
         mut hour_filter: Option<HourFilter<'_>>,
         packs: bool,
-        mut f: impl FnMut(Piece<'_>),
+        mut f_on: impl FnMut(Piece<'_>) -> bool,
     ) -> Result<()> {
         assert!(accept.is_none() || hour_filter.is_none(), "hour statistics are handed out or filter rows, not both");
         assert!(!packs || hour_filter.is_none(), "pack pieces are not filtered by hour");
         if self.ts_min > self.ts_max {
+            if let Some(at) = resume {
+                at.next = series.len();
+            }
             return Ok(()); // e.g. a range wholly before the retention cutoff
         }
-        let mut cursors: Vec<SegmentScan<'_>> = self.segments.iter().map(|s| s.scan(cache_groups)).collect();
+        let mut k = 0;
+        let (mut at_segments, mut at_frozen) = (Vec::new().into_iter(), Vec::new().into_iter());
+        if let Some(at) = resume.as_deref_mut() {
+            k = at.next;
+            at_segments = std::mem::take(&mut at.segments).into_iter();
+            at_frozen = std::mem::take(&mut at.frozen).into_iter();
+        }
+        let mut cursors: Vec<SegmentScan<'_>> =
+            self.segments.iter().map(|s| s.scan_at(cache_groups, at_segments.next().unwrap_or_default())).collect();
         let mut found: Vec<SeriesBlocks> = vec![SeriesBlocks::default(); cursors.len()];
         let mut frozen: Vec<_> = self
             .frozen
             .iter()
-            .filter_map(|f| f.memtable.table(self.db, self.table).map(|t| (f.generation, t, t.series.cursor())))
+            .filter_map(|f| f.memtable.table(self.db, self.table).map(|t| (f.generation, t, t.series.cursor_at(at_frozen.next().unwrap_or(0)))))
             .collect();
+        // Whether the scan goes on after the series it is in: `f_on`'s last answer.
+        let go_on = std::cell::Cell::new(true);
+        let mut f = |p: Piece<'_>| {
+            if !f_on(p) {
+                go_on.set(false);
+            }
+        };
         let mut frozen_bufs: Vec<Option<&SeriesBuf>> = vec![None; frozen.len()];
         // (ts_min, ts_max, source): the sources of one series overlapping the range; a memtable's range
         // covers all of the series' rows there.
@@ -2030,8 +2086,7 @@ impl TableSnapshot {
         // New decoded pages this read of hours may keep (`codec::page_cache`).
         let mut page_budget = crate::limits::DECODED_PAGES_SCAN_BYTES_MAX;
         let mut members: Vec<(SeriesId, std::ops::Range<usize>)> = Vec::new();
-        let mut k = 0;
-        while k < series.len() {
+        while k < series.len() && go_on.get() {
             let s = series[k];
             debug_assert!(k == 0 || series[k - 1] < s, "series ascending");
             k += 1;
@@ -2146,6 +2201,11 @@ impl TableSnapshot {
                     f(Piece::Rows(r));
                 }
             }
+        }
+        if let Some(at) = resume {
+            at.next = k;
+            at.segments = cursors.into_iter().map(SegmentScan::into_at).collect();
+            at.frozen = frozen.iter().map(|(_, _, c)| c.position()).collect();
         }
         Ok(())
     }

@@ -797,6 +797,11 @@ impl<'a> SeriesCursor<'a> {
         self.next = i + 1;
         Some(&self.map.bufs[i].1)
     }
+
+    /// Where the cursor is, for [`SeriesMap::cursor_at`].
+    pub fn position(&self) -> usize {
+        self.next
+    }
 }
 
 impl SeriesMap {
@@ -825,7 +830,12 @@ impl SeriesMap {
     /// A lookup for many series in ascending id order, as scans and summaries walk them: see
     /// [`SeriesCursor`].
     pub fn cursor(&self) -> SeriesCursor<'_> {
-        SeriesCursor { map: self, next: 0 }
+        self.cursor_at(0)
+    }
+
+    /// A cursor going on from [`SeriesCursor::position`] of one over this map.
+    pub fn cursor_at(&self, next: usize) -> SeriesCursor<'_> {
+        SeriesCursor { map: self, next }
     }
 
     fn get_mut(&mut self, series: &SeriesId) -> Option<&mut SeriesBuf> {

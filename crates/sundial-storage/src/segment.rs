@@ -1543,7 +1543,24 @@ pub struct SegmentScan<'a> {
     pack_cols: Vec<Option<usize>>,
 }
 
+/// Where a [`SegmentScan`] is, without the segment: kept between two parts of a scan that stops and goes
+/// on ([`Segment::scan_at`]), so the second finds the group and the pack the first had decoded.
+#[derive(Default)]
+pub struct ScanAt {
+    group: usize,
+    blocks: Option<Arc<[BlockMeta]>>,
+    pos: usize,
+    pack: Option<Arc<DecodedPack>>,
+    pack_cols: Vec<Option<usize>>,
+}
+
 impl<'a> SegmentScan<'a> {
+    /// Where the cursor is, to go on from with [`Segment::scan_at`] on the same segment.
+    pub fn into_at(self) -> ScanAt {
+        let SegmentScan { seg: _, cache_groups: _, group, blocks, pos, pack, pack_cols } = self;
+        ScanAt { group, blocks, pos, pack, pack_cols }
+    }
+
     /// Replaces `out` with the blocks of `series` (calls in ascending series order).
     ///
     /// The cursor only moves forward: from one series to the next it looks at the group and block it
@@ -2125,7 +2142,13 @@ impl Segment {
 
     /// A [`SegmentScan`] for reading series in ascending order.
     pub fn scan(&self, cache_groups: bool) -> SegmentScan<'_> {
-        SegmentScan { seg: self, cache_groups, group: 0, blocks: None, pos: 0, pack: None, pack_cols: Vec::new() }
+        self.scan_at(cache_groups, ScanAt::default())
+    }
+
+    /// A [`SegmentScan`] going on from where one of this segment stopped ([`SegmentScan::into_at`]).
+    pub fn scan_at(&self, cache_groups: bool, at: ScanAt) -> SegmentScan<'_> {
+        let ScanAt { group, blocks, pos, pack, pack_cols } = at;
+        SegmentScan { seg: self, cache_groups, group, blocks, pos, pack, pack_cols }
     }
 
     fn series_blocks_in(&self, series: SeriesId, last: &mut LastGroup) -> Result<SeriesBlocks> {

@@ -43,6 +43,8 @@ thread_local! {
 thread_local! {
     /// Pieces of several series of a pack the scans handed out: the path must be taken.
     static PACK_PIECES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// The parts scans in parts took (`scan_on`), summed.
+    static SCAN_PARTS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// Exact summaries given (each compared with the model).
     static SUMMARIES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
@@ -253,9 +255,11 @@ impl Harness {
         // First (before the tail reads cache block-index groups): the scan hands out the same rows, series ascending, each series' runs in time order.
         // Caching the block-index groups it decodes (resolved packed blocks) and not (their packs' ranges).
         // And with the series of a pack handed out together (`scan_folds`), each member's rows then
-        // taken as a piece of its own.
+        // taken as a piece of its own; and in parts (`scan_on`), stopped after one to three pieces.
         let ranges = [(i64::MIN, i64::MAX, true), (i64::MIN, i64::MAX, false), (TS_SPAN / 3, 2 * TS_SPAN / 3, false)];
-        for (lo, hi, cache_groups, packs) in ranges.into_iter().flat_map(|(lo, hi, c)| [(lo, hi, c, false), (lo, hi, c, true)]) {
+        for (lo, hi, cache_groups, packs, parts) in
+            ranges.into_iter().flat_map(|(lo, hi, c)| [(lo, hi, c, false, false), (lo, hi, c, true, false), (lo, hi, c, false, true)])
+        {
             let snap = e.snapshot(db, table, &series, lo, hi, &col_ids);
             let mut got: BTreeMap<(&'static str, i64), Row> = BTreeMap::new();
             let mut prev: Option<(SeriesId, i64)> = None;
@@ -274,8 +278,15 @@ impl Harness {
                     assert!(got.insert((host, *ts), row).is_none(), "seed {seed} step {step}: {host} {ts} handed out twice");
                 }
             };
-            snap.scan_pieces(&series, cache_groups, |_, _| true, None, None, packs, |p| match p {
-                Piece::Rows(r) => each(r),
+            let mut at = ScanCursor::default();
+            let mut handed = 0usize;
+            let mut on = |p: Piece<'_>| match p {
+                Piece::Rows(r) => {
+                    each(r);
+                    handed += 1;
+                    // In parts: a stop after one to three pieces (of the series after the one in).
+                    !parts || handed % (1 + (seed as usize + step + handed / 4) % 3) != 0
+                }
                 Piece::Hours(_) => unreachable!("no hour statistics without `accept`"),
                 Piece::Pack(p) => {
                     assert!(packs && p.members.len() > 1, "seed {seed} step {step}: a pack piece of {} series", p.members.len());
@@ -286,9 +297,20 @@ impl Harness {
                         each(p.rows.slice(*m, rows.clone()));
                     }
                     PACK_PIECES.with(|n| n.set(n.get() + 1));
+                    true
                 }
-            })
-            .unwrap();
+            };
+            if parts {
+                let mut calls = 0;
+                while at.next < series.len() {
+                    snap.scan_pieces(&series, cache_groups, Some(&mut at), |_, _| true, None, None, false, &mut on).unwrap();
+                    calls += 1;
+                    assert!(calls <= series.len() + 1, "seed {seed} step {step}: a part that read no series");
+                }
+                SCAN_PARTS.with(|n| n.set(n.get() + calls));
+            } else {
+                snap.scan_pieces(&series, cache_groups, None, |_, _| true, None, None, packs, &mut on).unwrap();
+            }
             // A packed block's pack columns may be all null in its rows: such rows are not rows.
             got.retain(|_, row| !row.is_empty());
             let want: BTreeMap<_, _> = self.model.rows.iter().filter(|((_, t), _)| lo <= *t && *t <= hi).map(|(k, v)| (*k, v.clone())).collect();
@@ -454,6 +476,7 @@ fn model_random_ops_match_reference_with_synchronous_compaction() {
     }
     assert!(seeds().len() < 3 || PRUNED_BLOCKS.with(|p| p.get()) > 0, "no block was refused from its statistics");
     assert!(seeds().len() < 3 || PACK_PIECES.with(|p| p.get()) > 0, "no pack piece was handed out");
+    assert!(seeds().len() < 3 || SCAN_PARTS.with(|p| p.get()) > 100, "scans in parts did not stop");
     assert!(seeds().len() < 3 || SUMMARIES.with(|p| p.get()) > 100, "only {} exact summaries", SUMMARIES.with(|p| p.get()));
     assert!(seeds().len() < 3 || super::summary::PACK_RUNS_SUMMED.with(|p| p.get()) > 0, "no pack run was summed together");
 }
@@ -465,6 +488,7 @@ fn model_random_ops_match_reference_with_background_compaction_and_two_data_dirs
     }
     assert!(seeds().len() < 3 || PRUNED_BLOCKS.with(|p| p.get()) > 0, "no block was refused from its statistics");
     assert!(seeds().len() < 3 || PACK_PIECES.with(|p| p.get()) > 0, "no pack piece was handed out");
+    assert!(seeds().len() < 3 || SCAN_PARTS.with(|p| p.get()) > 100, "scans in parts did not stop");
     assert!(seeds().len() < 3 || SUMMARIES.with(|p| p.get()) > 100, "only {} exact summaries", SUMMARIES.with(|p| p.get()));
     assert!(seeds().len() < 3 || super::summary::PACK_RUNS_SUMMED.with(|p| p.get()) > 0, "no pack run was summed together");
 }
