@@ -1951,21 +1951,18 @@ impl TableSnapshot {
     }
 
     /// [`TableSnapshot::scan`] in parts: hands out the series of `series` from where `at` stopped, as
-    /// `scan` does, until `f` answers `false`; the scan then stops once that piece's series is done (its
-    /// later pieces still come) and `at` keeps where it is. `true` while series are left. Each part
-    /// goes on with the sources' cursors where the part before left them.
+    /// `scan` does, or a pack's series together ([`Piece::Pack`], as [`TableSnapshot::scan_folds`]
+    /// does; never [`Piece::Hours`]), until `f` answers `false`; the scan then stops once that piece's
+    /// series are done (their later pieces still come) and `at` keeps where it is. `true` while series
+    /// are left. Each part goes on with the sources' cursors where the part before left them.
     ///
     /// Why: a DataFusion scan is pulled a batch at a time, and read series by series
     /// ([`TableSnapshot::read_series`]) a scan of scenario 5's 10 M one-row series took 10 s; one `scan`
     /// call per batch would search every segment's block index and decode the group and pack it stopped
     /// in again at each batch.
-    pub fn scan_on(&self, series: &[SeriesId], at: &mut ScanCursor, mut f: impl FnMut(RowsRef<'_>) -> bool) -> Result<bool> {
+    pub fn scan_on(&self, series: &[SeriesId], at: &mut ScanCursor, f: impl FnMut(Piece<'_>) -> bool) -> Result<bool> {
         let cache = series.len() <= limits::SCAN_CACHED_SERIES_MAX;
-        self.scan_pieces(series, cache, Some(&mut *at), |_, _| true, None, None, false, |p| match p {
-            Piece::Rows(r) => f(r),
-            Piece::Hours(_) => unreachable!("no hour statistics without `accept`"),
-            Piece::Pack(_) => unreachable!("no pack pieces without `packs`"),
-        })?;
+        self.scan_pieces(series, cache, Some(&mut *at), |_, _| true, None, None, true, f)?;
         Ok(at.next < series.len())
     }
 
