@@ -367,7 +367,7 @@ fn encode_column_in(col: &Column, float: FloatEncoding, delta: Delta, pages: Pag
     assert_eq!(col.values.len(), valid.len(), "column values and validity differ in length");
     if let ColumnValues::String(v) = &col.values {
         let strs: Vec<&str> = v.iter().zip(valid).filter(|(_, ok)| **ok).map(|(s, _)| s.as_str()).collect();
-        encode_strings(valid, &strs, Delta::Auto, out);
+        encode_strings(valid, &strs, Delta::Auto, Effort::Full, out);
         return Delta::Auto;
     }
     validity::encode(valid, out);
@@ -391,10 +391,10 @@ fn encode_column_in(col: &Column, float: FloatEncoding, delta: Delta, pages: Pag
 ///
 /// # Panics
 /// If `present` does not hold exactly one value per `true` in `valid`.
-pub fn encode_strings(valid: &[bool], present: &[&str], index_delta: Delta, out: &mut Vec<u8>) {
+pub fn encode_strings(valid: &[bool], present: &[&str], index_delta: Delta, effort: Effort, out: &mut Vec<u8>) {
     assert_eq!(valid.iter().filter(|ok| **ok).count(), present.len(), "string values and validity disagree");
     validity::encode(valid, out);
-    string::encode(present, index_delta, out);
+    string::encode(present, index_delta, effort, out);
 }
 
 /// Decodes a field column chunk of type `ty` and `n` rows, accepting every codec this build knows.

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use super::cursor::{Cursor, uvarint_len};
-use super::{Codec, CodecError, Delta, Result, numeric};
+use super::{Codec, CodecError, Delta, Effort, Result, numeric};
 use crate::encoding::put_uvarint;
 use crate::limits::STRING_VALUE_BYTES_MAX;
 
@@ -18,6 +18,10 @@ const WHAT: &str = "string values";
 /// zstd level, stated explicitly: 3 (zstd's default) compresses text well at hundreds of MB/s; higher
 /// levels buy a few percent at several times the flush cost.
 const ZSTD_LEVEL: i32 = 3;
+
+/// zstd level at [`Effort::Quick`]: `catalog.log`'s series batches, which put every new series' tags
+/// through this codec on the flush thread (ten columns of 10 M values at TSBS's 10 M hosts).
+const ZSTD_LEVEL_QUICK: i32 = 1;
 
 /// Below this many bytes zstd's frame header (about 10 bytes) leaves nothing to gain.
 const ZSTD_MIN_BYTES: usize = 64;
@@ -37,8 +41,9 @@ const DICT_PREFIX_DISTINCT_MAX: usize = DICT_PREFIX_ROWS * 7 / 8;
 const BLOB_RAW: u8 = 0x00;
 const BLOB_ZSTD: u8 = 0x01;
 
-/// `index_delta`: pco's delta search for a dictionary's indexes (see [`super::encode_strings`]).
-pub(super) fn encode(vals: &[&str], index_delta: Delta, out: &mut Vec<u8>) {
+/// `index_delta`: pco's delta search for a dictionary's indexes (see [`super::encode_strings`]);
+/// `effort`: pco's level for them and zstd's for the bytes.
+pub(super) fn encode(vals: &[&str], index_delta: Delta, effort: Effort, out: &mut Vec<u8>) {
     match vals {
         [] => out.push(Codec::Empty as u8),
         [first, rest @ ..] if rest.iter().all(|v| v == first) => {
@@ -47,23 +52,23 @@ pub(super) fn encode(vals: &[&str], index_delta: Delta, out: &mut Vec<u8>) {
             out.extend_from_slice(first.as_bytes());
         }
         _ => match dictionary(vals) {
-            Some((dict, idx)) => encode_dict(&dict, &idx, index_delta, out),
+            Some((dict, idx)) => encode_dict(&dict, &idx, index_delta, effort, out),
             None => {
                 out.push(Codec::StrPlain as u8);
-                put_blob(&length_prefixed(vals), out);
+                put_blob(&length_prefixed(vals), effort, out);
             }
         },
     }
 }
 
-fn encode_dict(dict: &[&str], idx: &[u32], delta: Delta, out: &mut Vec<u8>) {
+fn encode_dict(dict: &[&str], idx: &[u32], delta: Delta, effort: Effort, out: &mut Vec<u8>) {
     out.push(Codec::StrDict as u8);
     put_uvarint(out, dict.len() as u64);
     let mut index = Vec::new();
-    numeric::encode_with(idx, delta, super::pcodec::Pages::One, super::Effort::Full, &mut index);
+    numeric::encode_with(idx, delta, super::pcodec::Pages::One, effort, &mut index);
     put_uvarint(out, index.len() as u64);
     out.extend_from_slice(&index);
-    put_blob(&length_prefixed(dict), out);
+    put_blob(&length_prefixed(dict), effort, out);
 }
 
 /// The distinct values in first-seen order and each row's index, if a dictionary pays: values must
@@ -110,9 +115,13 @@ fn length_prefixed(vals: &[&str]) -> Vec<u8> {
 }
 
 /// A byte block: raw, or zstd if the frame plus its length prefix is smaller.
-fn put_blob(raw: &[u8], out: &mut Vec<u8>) {
+fn put_blob(raw: &[u8], effort: Effort, out: &mut Vec<u8>) {
+    let level = match effort {
+        Effort::Full => ZSTD_LEVEL,
+        Effort::Quick => ZSTD_LEVEL_QUICK,
+    };
     if raw.len() >= ZSTD_MIN_BYTES
-        && let Ok(z) = zstd::bulk::compress(raw, ZSTD_LEVEL)
+        && let Ok(z) = zstd::bulk::compress(raw, level)
         && z.len() + uvarint_len(raw.len() as u64) < raw.len()
     {
         out.push(BLOB_ZSTD);
@@ -232,12 +241,12 @@ mod tests {
     use super::*;
 
     fn round_trip(vals: &[&str]) -> Vec<u8> {
-        round_trip_with(vals, Delta::Auto)
+        round_trip_with(vals, Delta::Auto, Effort::Full)
     }
 
-    fn round_trip_with(vals: &[&str], delta: Delta) -> Vec<u8> {
+    fn round_trip_with(vals: &[&str], delta: Delta, effort: Effort) -> Vec<u8> {
         let mut out = Vec::new();
-        encode(vals, delta, &mut out);
+        encode(vals, delta, effort, &mut out);
         let mut cur = Cursor::new(&out);
         assert_eq!(decode_capped(&mut cur, vals.len(), usize::MAX).unwrap(), vals);
         assert_eq!(cur.remaining(), 0);
@@ -261,10 +270,24 @@ mod tests {
     #[test]
     fn dictionary_indexes_without_the_delta_search_decode_the_same() {
         let regions: Vec<&str> = (0..16_384).map(|i| ["us-east-1", "eu-west-1", "ap-south-1", "sa-east-1"][i * 7 % 13 % 4]).collect();
-        let off = round_trip_with(&regions, Delta::Off);
+        let off = round_trip_with(&regions, Delta::Off, Effort::Full);
         assert_eq!(off[0], Codec::StrDict as u8);
-        let auto = round_trip_with(&regions, Delta::Auto);
+        let auto = round_trip_with(&regions, Delta::Auto, Effort::Full);
         assert!(off.len() <= auto.len() + 16, "{} vs {} bytes", off.len(), auto.len());
+    }
+
+    #[test]
+    fn quick_effort_decodes_the_same_a_little_larger() {
+        // `catalog.log`'s series batches: a few regions and one host name per row.
+        let regions: Vec<&str> = (0..4096).map(|i| ["us-east-1", "eu-west-1", "ap-south-1", "sa-east-1", "us-west-2"][i * 7 % 13 % 5]).collect();
+        let hosts: Vec<String> = (0..4096).map(|i| format!("host_{}", 5_000_000 + i)).collect();
+        let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
+        for vals in [&regions, &hosts] {
+            let full = round_trip_with(vals, Delta::Off, Effort::Full);
+            let quick = round_trip_with(vals, Delta::Off, Effort::Quick);
+            assert_eq!(full[0], quick[0], "the same codec");
+            assert!(quick.len() <= full.len() * 5 / 4 + 16, "{} vs {} bytes", quick.len(), full.len());
+        }
     }
 
     #[test]
