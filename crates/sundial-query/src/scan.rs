@@ -395,11 +395,7 @@ impl Iterator for BatchIter {
                 let s = self.series[self.next_tail];
                 self.next_tail += 1;
                 match snap.read_series(s) {
-                    Ok(Some(rows)) => {
-                        let take = rows.len().min(*rows_left);
-                        *rows_left -= take;
-                        b.push(&RowsRef::of(&rows), take);
-                    }
+                    Ok(Some(rows)) => *rows_left -= b.push(&RowsRef::of(&rows), rows.len().min(*rows_left)),
                     Ok(None) => {}
                     Err(e) => break Err(e),
                 }

@@ -1533,6 +1533,13 @@ impl SeriesWalker<'_> {
 pub struct SegmentScan<'a> {
     seg: &'a Segment,
     cache_groups: bool,
+    at: ScanAt,
+}
+
+/// Where a [`SegmentScan`] is, without the segment: kept between two parts of a scan that stops and goes
+/// on ([`Segment::scan_at`]), so the second finds the group and the pack the first had decoded.
+#[derive(Default)]
+pub struct ScanAt {
     /// The group the cursor is in, its blocks once decoded, and the first block not handed out yet.
     group: usize,
     blocks: Option<Arc<[BlockMeta]>>,
@@ -1543,22 +1550,10 @@ pub struct SegmentScan<'a> {
     pack_cols: Vec<Option<usize>>,
 }
 
-/// Where a [`SegmentScan`] is, without the segment: kept between two parts of a scan that stops and goes
-/// on ([`Segment::scan_at`]), so the second finds the group and the pack the first had decoded.
-#[derive(Default)]
-pub struct ScanAt {
-    group: usize,
-    blocks: Option<Arc<[BlockMeta]>>,
-    pos: usize,
-    pack: Option<Arc<DecodedPack>>,
-    pack_cols: Vec<Option<usize>>,
-}
-
 impl<'a> SegmentScan<'a> {
     /// Where the cursor is, to go on from with [`Segment::scan_at`] on the same segment.
     pub fn into_at(self) -> ScanAt {
-        let SegmentScan { seg: _, cache_groups: _, group, blocks, pos, pack, pack_cols } = self;
-        ScanAt { group, blocks, pos, pack, pack_cols }
+        self.at
     }
 
     /// Replaces `out` with the blocks of `series` (calls in ascending series order).
@@ -1571,47 +1566,47 @@ impl<'a> SegmentScan<'a> {
         out.len = 0;
         let groups = &self.seg.groups;
         loop {
-            let Some(grp) = groups.get(self.group) else { return Ok(()) };
+            let Some(grp) = groups.get(self.at.group) else { return Ok(()) };
             if grp.last_series < series {
-                self.group += groups[self.group..].partition_point(|g| g.last_series < series);
-                self.blocks = None;
+                self.at.group += groups[self.at.group..].partition_point(|g| g.last_series < series);
+                self.at.blocks = None;
                 continue;
             }
             if grp.first_series > series {
                 return Ok(());
             }
             self.load_group()?;
-            let blocks = self.blocks.as_ref().expect("loaded");
-            if blocks.get(self.pos).is_some_and(|b| b.series < series) {
-                self.pos += blocks[self.pos..].partition_point(|b| b.series < series);
+            let blocks = self.at.blocks.as_ref().expect("loaded");
+            if blocks.get(self.at.pos).is_some_and(|b| b.series < series) {
+                self.at.pos += blocks[self.at.pos..].partition_point(|b| b.series < series);
             }
-            let start = self.pos;
-            while blocks.get(self.pos).is_some_and(|b| b.series == series) {
-                self.pos += 1;
+            let start = self.at.pos;
+            while blocks.get(self.at.pos).is_some_and(|b| b.series == series) {
+                self.at.pos += 1;
             }
-            if start < self.pos {
-                out.len += self.pos - start;
-                out.parts.push((Arc::clone(blocks), start..self.pos));
+            if start < self.at.pos {
+                out.len += self.at.pos - start;
+                out.parts.push((Arc::clone(blocks), start..self.at.pos));
             }
-            if self.pos < blocks.len() {
+            if self.at.pos < blocks.len() {
                 return Ok(()); // the next block is a later series'
             }
             // The group ends here; the series may go on in the next.
-            self.group += 1;
-            self.blocks = None;
+            self.at.group += 1;
+            self.at.blocks = None;
         }
     }
 
     /// Loads the blocks of the group the cursor is in, decoded (or from the cache), if not yet.
     fn load_group(&mut self) -> Result<()> {
-        if self.blocks.is_none() {
-            let b = match self.seg.cache.get((self.seg.number, self.group as u32)) {
+        if self.at.blocks.is_none() {
+            let b = match self.seg.cache.get((self.seg.number, self.at.group as u32)) {
                 Some(b) => b,
-                None if self.cache_groups => self.seg.group(self.group)?,
-                None => self.seg.decode_group(self.group, false)?.into(),
+                None if self.cache_groups => self.seg.group(self.at.group)?,
+                None => self.seg.decode_group(self.at.group, false)?.into(),
             };
-            self.pos = 0;
-            self.blocks = Some(b);
+            self.at.pos = 0;
+            self.at.blocks = Some(b);
         }
         Ok(())
     }
@@ -1622,20 +1617,20 @@ impl<'a> SegmentScan<'a> {
     pub fn next_series(&mut self, series: SeriesId) -> Result<Option<SeriesId>> {
         let groups = &self.seg.groups;
         loop {
-            let Some(grp) = groups.get(self.group) else { return Ok(None) };
+            let Some(grp) = groups.get(self.at.group) else { return Ok(None) };
             if grp.last_series < series {
-                self.group += groups[self.group..].partition_point(|g| g.last_series < series);
-                self.blocks = None;
+                self.at.group += groups[self.at.group..].partition_point(|g| g.last_series < series);
+                self.at.blocks = None;
                 continue;
             }
-            if self.blocks.is_none() && grp.first_series >= series {
+            if self.at.blocks.is_none() && grp.first_series >= series {
                 return Ok(Some(grp.first_series)); // known without decoding the group
             }
             self.load_group()?;
-            let blocks = self.blocks.as_ref().expect("loaded");
-            self.pos += blocks[self.pos..].partition_point(|b| b.series < series);
+            let blocks = self.at.blocks.as_ref().expect("loaded");
+            self.at.pos += blocks[self.at.pos..].partition_point(|b| b.series < series);
             // `grp.last_series >= series`: a block of the group is at or after `series`.
-            return Ok(Some(blocks[self.pos].series));
+            return Ok(Some(blocks[self.at.pos].series));
         }
     }
 
@@ -1644,22 +1639,22 @@ impl<'a> SegmentScan<'a> {
     /// (the next `blocks_into` goes past them). `None` when the cursor no longer holds the block (it
     /// ended its group, and so its pack: a group never ends inside a pack).
     pub fn pack_run(&mut self, series: SeriesId, mut take: impl FnMut(&BlockMeta) -> bool) -> Option<PackRun> {
-        let blocks = self.blocks.as_ref()?;
-        let first = self.pos.checked_sub(1)?;
+        let blocks = self.at.blocks.as_ref()?;
+        let first = self.at.pos.checked_sub(1)?;
         let b = &blocks[first];
         if b.series != series || b.pack.is_none() {
             return None;
         }
-        while let Some(next) = blocks.get(self.pos) {
+        while let Some(next) = blocks.get(self.at.pos) {
             if next.pack.is_none() || next.ts_chunk != b.ts_chunk || !take(next) {
                 break;
             }
-            self.pos += 1;
+            self.at.pos += 1;
         }
-        let run = PackRun { blocks: Arc::clone(blocks), range: first..self.pos };
-        if self.pos == blocks.len() {
-            self.group += 1;
-            self.blocks = None;
+        let run = PackRun { blocks: Arc::clone(blocks), range: first..self.at.pos };
+        if self.at.pos == blocks.len() {
+            self.at.group += 1;
+            self.at.blocks = None;
         }
         Some(run)
     }
@@ -1698,9 +1693,9 @@ impl<'a> SegmentScan<'a> {
             members.push((b.series, rows.start - base..rows.end - base));
             end = rows.end;
         }
-        self.pack = Some(pack);
-        let pack = self.pack.as_ref().expect("just set");
-        Ok(RowsRef { series: first.series, ts: &pack.ts[base..end], offset: base, cols: ColsRef::Pack(&pack.cols, &self.pack_cols) })
+        self.at.pack = Some(pack);
+        let pack = self.at.pack.as_ref().expect("just set");
+        Ok(RowsRef { series: first.series, ts: &pack.ts[base..end], offset: base, cols: ColsRef::Pack(&pack.cols, &self.at.pack_cols) })
     }
 
     /// The decoded pack of packed block `b` holding the `stored` columns: the one read last when it is
@@ -1708,15 +1703,15 @@ impl<'a> SegmentScan<'a> {
     /// (each requested column's index in the pack's columns); the caller keeps the pack in `pack`.
     fn pack_with(&mut self, b: &BlockMeta, stored: &[Option<&ColMeta>]) -> Result<Arc<DecodedPack>> {
         let seg = self.seg;
-        let current = self.pack.as_ref().filter(|p| {
+        let current = self.at.pack.as_ref().filter(|p| {
             p.segment == seg.number && p.ts_offset == b.ts_chunk.offset && stored.iter().flatten().all(|m| p.col(m.chunk.offset).is_some())
         });
         let pack = match current {
             Some(p) => Arc::clone(p),
             None => seg.decoded_pack(b, stored.iter().flatten().copied())?,
         };
-        self.pack_cols.clear();
-        self.pack_cols.extend(stored.iter().map(|m| m.and_then(|m| pack.cols.iter().position(|(o, _)| *o == m.chunk.offset))));
+        self.at.pack_cols.clear();
+        self.at.pack_cols.extend(stored.iter().map(|m| m.and_then(|m| pack.cols.iter().position(|(o, _)| *o == m.chunk.offset))));
         Ok(pack)
     }
 
@@ -1742,13 +1737,13 @@ impl<'a> SegmentScan<'a> {
         check_packed_rows(seg, b, ts)?;
         let start = ts.partition_point(|t| *t < ts_min);
         let end = ts.partition_point(|t| *t <= ts_max).max(start); // an empty range: no rows
-        self.pack = Some(pack);
-        let pack = self.pack.as_ref().expect("just set");
+        self.at.pack = Some(pack);
+        let pack = self.at.pack.as_ref().expect("just set");
         Ok(RowsRef {
             series: b.series,
             ts: &pack.ts[rows.start + start..rows.start + end],
             offset: rows.start + start,
-            cols: ColsRef::Pack(&pack.cols, &self.pack_cols),
+            cols: ColsRef::Pack(&pack.cols, &self.at.pack_cols),
         })
     }
 }
@@ -2147,8 +2142,7 @@ impl Segment {
 
     /// A [`SegmentScan`] going on from where one of this segment stopped ([`SegmentScan::into_at`]).
     pub fn scan_at(&self, cache_groups: bool, at: ScanAt) -> SegmentScan<'_> {
-        let ScanAt { group, blocks, pos, pack, pack_cols } = at;
-        SegmentScan { seg: self, cache_groups, group, blocks, pos, pack, pack_cols }
+        SegmentScan { seg: self, cache_groups, at }
     }
 
     fn series_blocks_in(&self, series: SeriesId, last: &mut LastGroup) -> Result<SeriesBlocks> {
