@@ -330,7 +330,9 @@ pub enum Effort {
     Full,
     /// Bytes made quickly, larger, for rows a compaction will decode and write again at [`Effort::Full`]:
     /// a flush's rows of series the partition's files already hold (`pcodec::PCO_LEVEL_QUICK`). As RocksDB
-    /// compresses its first levels lightly and its last one hard.
+    /// compresses its first levels lightly and its last one hard. Also `catalog.log`'s series batches
+    /// (never written again, but a small part of the disk and, at millions of new series, a large part
+    /// of the flush thread's CPU).
     Quick,
 }
 
