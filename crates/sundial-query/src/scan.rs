@@ -36,7 +36,7 @@ use sundial_storage::engine::{PackRows, Piece, ScanCursor, TableSnapshot, TailSn
 use sundial_storage::rows::RowsRef;
 use sundial_storage::types::{Column, ColumnValues, FieldType, Value};
 
-/// Rows per emitted batch (a batch may exceed it by one series' rows).
+/// Rows per emitted batch (a batch may exceed it by one series' rows, or one pack's).
 pub const BATCH_ROWS: usize = 8192;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -313,8 +313,8 @@ struct BatchIter {
     /// The projected tag columns, in projection order.
     tag_cols: Vec<ColId>,
     series: Vec<SeriesId>,
-    /// Where the scan of `series` stopped (a tail snapshot's: the next series' index alone), and whether
-    /// series are left.
+    /// Where the scan of `series` stopped: a full snapshot's cursor, a tail snapshot's next series'
+    /// index; and whether series are left.
     at: ScanCursor,
     next_tail: usize,
     more: bool,
