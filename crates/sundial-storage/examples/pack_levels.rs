@@ -1,5 +1,5 @@
 //! pco's compression level for a pack's columns of one-row series (numbers from as many series, no
-//! delta): encode time and bytes per value at levels 6 and 4, and through the codec as a flush writes
+//! delta): encode time and bytes per value at levels 6, 4 and 3, and through the codec as a flush writes
 //! them (`Delta::Off`, see `codec/pcodec.rs`'s `PCO_LEVEL_UNRELATED`).
 //!
 //! ```text
@@ -58,15 +58,15 @@ fn main() {
         (0..CHUNKS).map(|_| (0..N).map(|_| 10f64.powf(3.0 + 6.0 * rng.uniform()) as i64).collect()).collect();
     let two_dp: Vec<Vec<f64>> = (0..CHUNKS).map(|_| (0..N).map(|_| (rng.uniform() * 10_000.0).round() / 100.0).collect()).collect();
     let column = |values: ColumnValues| Column { values, validity: vec![true; N] };
-    println!("| numbers | level 6: µs/chunk, bytes/value | level 4 | codec, Delta::Off |");
-    println!("|---|---:|---:|---:|");
-    let row = |name: &str, a: (f64, f64), b: (f64, f64), c: (f64, f64)| {
-        println!("| {name} | {:.1}, {:.3} | {:.1}, {:.3} | {:.1}, {:.3} |", a.0, a.1, b.0, b.1, c.0, c.1);
+    println!("| numbers | level 6: µs/chunk, bytes/value | level 4 | level 3 | codec, Delta::Off |");
+    println!("|---|---:|---:|---:|---:|");
+    let row = |name: &str, [a, b, c]: [(f64, f64); 3], d: (f64, f64)| {
+        println!("| {name} | {:.1}, {:.3} | {:.1}, {:.3} | {:.1}, {:.3} | {:.1}, {:.3} |", a.0, a.1, b.0, b.1, c.0, c.1, d.0, d.1);
     };
     let cols: Vec<Column> = uniform.iter().map(|v| column(ColumnValues::Integer(v.clone()))).collect();
-    row("uniform integers 0..=100", pco_at(&uniform, 6), pco_at(&uniform, 4), codec(&cols));
+    row("uniform integers 0..=100", [6, 4, 3].map(|l| pco_at(&uniform, l)), codec(&cols));
     let cols: Vec<Column> = log_uniform.iter().map(|v| column(ColumnValues::Integer(v.clone()))).collect();
-    row("log-uniform integers 10^3..10^9", pco_at(&log_uniform, 6), pco_at(&log_uniform, 4), codec(&cols));
+    row("log-uniform integers 10^3..10^9", [6, 4, 3].map(|l| pco_at(&log_uniform, l)), codec(&cols));
     let cols: Vec<Column> = two_dp.iter().map(|v| column(ColumnValues::Float(v.clone()))).collect();
-    row("uniform floats, two decimals", pco_at(&two_dp, 6), pco_at(&two_dp, 4), codec(&cols));
+    row("uniform floats, two decimals", [6, 4, 3].map(|l| pco_at(&two_dp, l)), codec(&cols));
 }

@@ -107,6 +107,18 @@ impl SeriesTags {
         self.cells.is_empty()
     }
 
+    /// Removes every tag, keeping the buffers' capacity.
+    pub fn clear(&mut self) {
+        self.cells.clear();
+        self.text.clear();
+    }
+
+    /// Tag `i`'s value (by position).
+    pub fn value(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.cells[i - 1].1 as usize };
+        &self.text[start..self.cells[i].1 as usize]
+    }
+
     /// Bytes of all values together.
     pub fn value_bytes(&self) -> usize {
         self.text.len()
@@ -118,11 +130,7 @@ impl SeriesTags {
 
     /// Tags `range` (by position), as [`SeriesTags::iter`] yields them.
     pub fn range(&self, range: std::ops::Range<usize>) -> impl ExactSizeIterator<Item = (ColId, &str)> + Clone + '_ {
-        range.map(|i| {
-            let start = if i == 0 { 0 } else { self.cells[i - 1].1 as usize };
-            let (col, end) = self.cells[i];
-            (col, &self.text[start..end as usize])
-        })
+        range.map(|i| (self.cells[i].0, self.value(i)))
     }
 
     /// True when the columns strictly ascend (sorted, each once).

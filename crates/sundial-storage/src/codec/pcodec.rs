@@ -56,16 +56,18 @@ const PCO_LEVEL: usize = 6;
 /// ([`Delta::Off`]: a pack of one-row series, a dictionary's indexes in `catalog.log`). Why lower: a
 /// pack's chunk of ~1,000 numbers from as many series spent most of its encoding choosing bins, and
 /// such values (each series' own level) gain little from finer bins. A column chunk of 1,024 numbers
-/// through the codec (`examples/pack_levels.rs`):
+/// through the codec (`examples/pack_levels.rs`; the codec's column at level 3):
 ///
-/// | numbers | level 6: µs/chunk, bytes/value | level 4 |
-/// |---|---:|---:|
-/// | uniform integers 0..=100 (TSBS's fields across hosts) | 46.6, 0.878 | 29.0, 0.879 |
-/// | log-uniform integers 10³..10⁹ | 59.3, 3.084 | 36.0, 3.101 |
-/// | uniform floats with two decimals (pco on the floats, then on ALP's integers) | 250.8, 1.699 | 227.3, 1.699; 105.2, 1.701 with ALP's integers without delta too |
+/// | numbers | level 6: µs/chunk, bytes/value | level 4 | level 3 | the codec (level 3) |
+/// |---|---:|---:|---:|---:|
+/// | uniform integers 0..=100 (TSBS's fields across hosts) | 38.1, 0.888 | 23.2, 0.889 | 14.2, 0.903 | 15.0, 0.894 |
+/// | log-uniform integers 10³..10⁹ | 47.9, 3.094 | 28.3, 3.111 | 26.4, 3.122 | 26.6, 3.112 |
+/// | uniform floats with two decimals (pco on the floats, then on ALP's integers) | 69.4, 1.809 | 57.4, 1.809 | 55.4, 1.836 | 89.7, 1.728 |
 ///
-/// Encoding the packs was 8 % of the server's CPU loading TSBS's 10 M hosts.
-const PCO_LEVEL_UNRELATED: usize = 4;
+/// Encoding the packs was 8 % of the server's CPU loading TSBS's 10 M hosts at level 6, and at level 4
+/// still 7 % (pco's histogram sort alone 2.3 %): level 3 halves that for TSBS's values at 1.7 % more
+/// bytes in those packs (compaction copies them as they are).
+const PCO_LEVEL_UNRELATED: usize = 3;
 
 /// pco's compression level for [`Effort::Quick`]: a flush's rows of series that the partition's files
 /// already hold, which compaction merges with those, decoding them and writing them again at

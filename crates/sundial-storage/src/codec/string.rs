@@ -278,7 +278,9 @@ mod tests {
 
     #[test]
     fn quick_effort_decodes_the_same_a_little_larger() {
-        // `catalog.log`'s series batches: a few regions and one host name per row.
+        // `catalog.log`'s series batches: a few regions and one host name per row. Quick codes the
+        // five regions' indexes in pco's one bin, 3 bits each, against their entropy of 2.3 at full
+        // effort (`PCO_LEVEL_UNRELATED`).
         let regions: Vec<&str> = (0..4096).map(|i| ["us-east-1", "eu-west-1", "ap-south-1", "sa-east-1", "us-west-2"][i * 7 % 13 % 5]).collect();
         let hosts: Vec<String> = (0..4096).map(|i| format!("host_{}", 5_000_000 + i)).collect();
         let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
@@ -286,7 +288,7 @@ mod tests {
             let full = round_trip_with(vals, Delta::Off, Effort::Full);
             let quick = round_trip_with(vals, Delta::Off, Effort::Quick);
             assert_eq!(full[0], quick[0], "the same codec");
-            assert!(quick.len() <= full.len() * 5 / 4 + 16, "{} vs {} bytes", quick.len(), full.len());
+            assert!(quick.len() <= full.len() * 4 / 3 + 16, "{} vs {} bytes", quick.len(), full.len());
         }
     }
 

@@ -395,7 +395,8 @@ fn float_codecs_round_trip_edge_blocks() {
 }
 
 /// Decimals of unrelated series (a pack of one-row series) coded without delta, ALP's integers too: they
-/// read back as written, still as ALP, no larger than with the delta search.
+/// read back as written, still as ALP, within 2 % of the bytes with the delta search (which codes at
+/// `PCO_LEVEL`, finer bins than `PCO_LEVEL_UNRELATED`'s).
 #[test]
 fn unrelated_decimals_without_delta_keep_alp() {
     let mut state = 7u64;
@@ -412,7 +413,7 @@ fn unrelated_decimals_without_delta_keep_alp() {
     encode_column_delta(&col, Delta::Auto, &mut auto);
     assert_same(&decode_column(&off, FieldType::Float, col.len()).unwrap(), &col);
     assert_eq!(column_codecs(&off, col.len()).unwrap().1, Codec::Alp);
-    assert!(off.len() <= auto.len() + 16, "{} bytes without delta, {} with the search", off.len(), auto.len());
+    assert!(off.len() <= auto.len() * 51 / 50 + 16, "{} bytes without delta, {} with the search", off.len(), auto.len());
 }
 
 /// The per-block choice: ALP on decimals, Gorilla on a gauge that mostly repeats, pco on full-precision
