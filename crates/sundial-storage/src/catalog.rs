@@ -266,8 +266,7 @@ impl TagDict {
     /// [`TagDict::find`] of a value whose hash an earlier one gave (`h`).
     fn find_hashed(&self, v: &str, h: u32) -> ValueLookup {
         debug_assert_eq!(h, hash32(self.hasher.hash_one(v)), "value {v:?} looked up with another hash");
-        let absent = ValueLookup::Absent { hash: h, values: self.len() as u32 };
-        self.index.find(slot_hash(h), |(id, hid)| *hid == h && self.text(*id) == v).map_or(absent, |(id, _)| ValueLookup::Id(*id))
+        self.index.find(slot_hash(h), |(id, hid)| *hid == h && self.text(*id) == v).map_or(ValueLookup::Absent(h), |(id, _)| ValueLookup::Id(*id))
     }
 
     pub fn value(&self, id: u32) -> Option<&str> {
@@ -452,9 +451,9 @@ impl Postings {
 pub enum ValueLookup {
     /// Interned, with this id.
     Id(u32),
-    /// Not interned when asked, when the dictionary held `values` values; `hash` is the dictionary's
-    /// hash of it, which adding it takes ([`TagDict::add_hashed`]).
-    Absent { hash: u32, values: u32 },
+    /// Not interned when asked; the dictionary's hash of it, which adding it takes
+    /// ([`TagDict::add_hashed`]).
+    Absent(u32),
     /// Not asked.
     Unknown,
 }
@@ -463,45 +462,8 @@ impl ValueLookup {
     pub fn id(self) -> Option<u32> {
         match self {
             ValueLookup::Id(id) => Some(id),
-            ValueLookup::Absent { .. } | ValueLookup::Unknown => None,
+            ValueLookup::Absent(_) | ValueLookup::Unknown => None,
         }
-    }
-}
-
-/// The hashes of the values tag dictionaries gained since a point, for [`Resolver::lookup_again`]: per
-/// table and column, the [`hash32`]es of values `from..to` (by id), extended as the dictionary grows.
-/// Valid for one catalog under one lock (ids are the catalog's); made afresh for each resolve.
-#[derive(Default)]
-pub struct AddedSince {
-    cols: HashMap<(TableId, ColId), Added>,
-}
-
-#[derive(Default)]
-struct Added {
-    from: u32,
-    to: u32,
-    hashes: HashSet<u32, foldhash::fast::RandomState>,
-}
-
-impl AddedSince {
-    /// Whether `d`, column `col` of table `table`, may have gained a value hashed `hash` since it held
-    /// `values` values: `false` only when no value added since has that hash (then the value is still
-    /// absent: equal texts hash alike).
-    fn may_hold(&mut self, table: TableId, col: ColId, d: &TagDict, values: u32, hash: u32) -> bool {
-        let n = d.len() as u32;
-        debug_assert!(values <= n, "a dictionary lost values");
-        if values >= n {
-            return false;
-        }
-        let a = self.cols.entry((table, col)).or_insert_with(|| Added { from: values, to: values, ..Added::default() });
-        if a.from > values {
-            // An earlier point than the first row's (rows are looked up in order, dictionaries only
-            // grow: not expected); hashed again from there.
-            *a = Added { from: values, to: values, ..Added::default() };
-        }
-        a.hashes.extend((a.to..n).map(|id| hash32(d.hasher.hash_one(d.text(id)))));
-        a.to = n;
-        a.hashes.contains(&hash)
     }
 }
 
@@ -808,13 +770,13 @@ impl TableCatalog {
                 ValueLookup::Unknown => d.find(v),
                 k => k,
             };
-            if let ValueLookup::Absent { .. } = found {
+            if let ValueLookup::Absent(_) = found {
                 d.check_room(v)?;
             }
             vals.push(found);
         }
         // A new value is carried by this series alone: then the series is found through it.
-        let sole = vals.iter().any(|v| matches!(v, ValueLookup::Absent { .. }));
+        let sole = vals.iter().any(|v| matches!(v, ValueLookup::Absent(_)));
         let mut ids = Vec::with_capacity(vals.len());
         for ((col, v, _), found) in tags.clone().zip(vals) {
             let d = self.dict_mut(col)?;
@@ -825,7 +787,7 @@ impl TableCatalog {
                     }
                     id
                 }
-                ValueLookup::Absent { hash, .. } => d.add_hashed(v, hash, series)?,
+                ValueLookup::Absent(h) => d.add_hashed(v, h, series)?,
                 ValueLookup::Unknown => unreachable!("every value was looked up above"),
             });
         }
@@ -1297,23 +1259,14 @@ impl Resolver {
     /// released: the values it did not find may have been added since, and the series with them; the
     /// rest stands while the table lives (ids are never reused, a live table's values and columns are
     /// never removed or retyped). `None` when the table is gone: look the row up from its names.
-    ///
-    /// A value is looked up again only if one of the values its dictionary gained since has its hash
-    /// (`added`, kept across the rows of one resolve under one lock). Why: a new series' own value
-    /// (TSBS's `hostname`) was a second cache miss in a dictionary of millions, 2 % of the server's CPU
-    /// loading 10 M hosts, where the values gained since the lookup are a request's or two.
-    pub fn lookup_again<'a>(db: &DbCatalog, mut new: NewSeries<'a>, added: &mut AddedSince) -> Option<Lookup<'a>> {
+    pub fn lookup_again<'a>(db: &DbCatalog, mut new: NewSeries<'a>) -> Option<Lookup<'a>> {
         let t = db.table_by_id(new.table)?;
         for (c, v, found) in &mut new.tags {
             // The table is the one of the first lookup (ids are never reused), so are its dictionaries
             // and their hashes.
             *found = match (*found, t.tag_dict(*c)) {
                 (ValueLookup::Id(id), _) => ValueLookup::Id(id),
-                (ValueLookup::Absent { hash, values }, Some(d)) if !added.may_hold(t.id, *c, d, values, hash) => {
-                    debug_assert_eq!(d.find_hashed(v, hash).id(), None, "value {v:?} added unseen");
-                    ValueLookup::Absent { hash, values: d.len() as u32 }
-                }
-                (ValueLookup::Absent { hash, .. }, Some(d)) => d.find_hashed(v, hash),
+                (ValueLookup::Absent(h), Some(d)) => d.find_hashed(v, h),
                 (_, d) => d.map_or(ValueLookup::Unknown, |d| d.find(v)),
             };
         }
@@ -1638,7 +1591,7 @@ mod tests {
             };
             // The fields in the row's order; `hostname`'s value (and any value this row brings first) unknown.
             assert_eq!(new.fields.iter().map(|(_, t)| *t).collect::<Vec<_>>(), [FieldType::Float, FieldType::Integer]);
-            assert!(new.tags.iter().any(|(_, v, id)| v.starts_with("host_") && matches!(id, ValueLookup::Absent { .. })));
+            assert!(new.tags.iter().any(|(_, v, id)| v.starts_with("host_") && matches!(id, ValueLookup::Absent(_))));
             let region = format!("region_{}", i % 9);
             assert_eq!(new.tags.iter().any(|(_, v, id)| *v == region && id.id().is_some()), i >= 9, "series {i}");
             let r = Resolver::create_series(&mut c, 0, new, &mut entries).unwrap();
@@ -1689,60 +1642,17 @@ mod tests {
         Resolver::create(&mut c, 0, "cpu", &[("host", "b"), ("region", "us")], &f, &mut entries).unwrap();
         Resolver::create(&mut c, 0, "cpu", &[("host", "e"), ("region", "eu")], &f, &mut entries).unwrap();
         let db = c.db("db").unwrap();
-        assert!(matches!(Resolver::lookup_again(db, b, &mut AddedSince::default()), Some(Lookup::Found(r)) if r.series == 1));
-        let Some(Lookup::NewSeries(c_)) = Resolver::lookup_again(db, c_, &mut AddedSince::default()) else { panic!("host c is still new") };
+        assert!(matches!(Resolver::lookup_again(db, b), Some(Lookup::Found(r)) if r.series == 1));
+        let Some(Lookup::NewSeries(c_)) = Resolver::lookup_again(db, c_) else { panic!("host c is still new") };
         let us = db.table("cpu").unwrap().tag_dict(db.table("cpu").unwrap().column("region").unwrap().id).unwrap().id_of("us");
         assert!(c_.tags.iter().any(|(_, v, id)| *v == "us" && id.id() == us && us.is_some()), "{:?}", c_.tags);
-        assert!(c_.tags.iter().any(|(_, v, id)| *v == "c" && matches!(id, ValueLookup::Absent { .. })));
+        assert!(c_.tags.iter().any(|(_, v, id)| *v == "c" && matches!(id, ValueLookup::Absent(_))));
         assert_eq!(Resolver::create_series(&mut c, 0, c_, &mut entries).unwrap().series, 3);
         assert_eq!(found(Resolver::lookup(c.db("db").unwrap(), "cpu", &[("host", "c"), ("region", "us")], &f).unwrap()), Some(3));
         // The table dropped (and made again: another id) since the lookup.
         c.apply(&CatalogEntry::DropTable { db: 0, table: 0 }).unwrap();
         Resolver::create(&mut c, 0, "cpu", &[("host", "a"), ("region", "eu")], &f, &mut entries).unwrap();
-        assert!(Resolver::lookup_again(c.db("db").unwrap(), d, &mut AddedSince::default()).is_none());
-    }
-
-    /// Rows of one resolve looked up again with one [`AddedSince`]: a value another writer added since
-    /// the lookup (among a thousand others) is found, so is one an earlier row of the same resolve
-    /// added, and one nobody added stays absent; every host is interned once.
-    #[test]
-    fn rows_looked_up_again_in_one_resolve_see_what_others_and_earlier_rows_added() {
-        let mut c = cat_with_db();
-        let mut entries = Vec::new();
-        let f = [("v", FieldType::Float)];
-        Resolver::create(&mut c, 0, "cpu", &[("host", "a"), ("region", "eu")], &f, &mut entries).unwrap();
-        let rows = [("x", "eu"), ("x", "us"), ("y", "eu"), ("z", "eu"), ("w", "ap")];
-        let looked: Vec<NewSeries<'_>> = rows
-            .iter()
-            .map(|(h, r)| match Resolver::lookup(c.db("db").unwrap(), "cpu", &[("host", h), ("region", r)], &f).unwrap() {
-                Lookup::NewSeries(n) => n,
-                _ => panic!("host {h} should be new"),
-            })
-            .collect();
-        // Another writer, meanwhile: a thousand hosts, y and z among them (with another region).
-        for i in 0..1000 {
-            let h = match i {
-                300 => "y".to_string(),
-                700 => "z".to_string(),
-                _ => format!("h{i}"),
-            };
-            let region = if i == 300 || i == 700 { "ap" } else { "eu" };
-            Resolver::create(&mut c, 0, "cpu", &[("host", &h), ("region", region)], &f, &mut entries).unwrap();
-        }
-        let mut added = AddedSince::default();
-        let mut made = Vec::new();
-        for (new, (h, _)) in looked.into_iter().zip(rows) {
-            let Some(Lookup::NewSeries(n)) = Resolver::lookup_again(c.db("db").unwrap(), new, &mut added) else { panic!("{h}'s series is new") };
-            let host = n.tags.iter().find(|(_, v, _)| *v == h).unwrap().2;
-            // x's second row: added by the first; y and z: by the other writer.
-            assert_eq!(host.id().is_some(), made.len() == 1 || ["y", "z"].contains(&h), "host {h} of row {}: {host:?}", made.len());
-            made.push(Resolver::create_series(&mut c, 0, n, &mut entries).unwrap().series);
-        }
-        let t = c.db("db").unwrap().table("cpu").unwrap();
-        assert_eq!(t.tag_dict(t.column("host").unwrap().id).unwrap().len(), 1 + 1000 + 2, "a, h*, y, z, x and w once each");
-        for ((h, r), s) in rows.iter().zip(&made) {
-            assert_eq!(found(Resolver::lookup(c.db("db").unwrap(), "cpu", &[("host", h), ("region", r)], &f).unwrap()), Some(*s));
-        }
+        assert!(Resolver::lookup_again(c.db("db").unwrap(), d).is_none());
     }
 
     /// Issue 5's budget is 300 resident bytes per series at 10 M series, the whole process included; the

@@ -52,7 +52,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 
 use crate::batch::{ColRun, WriteBatch};
-use crate::catalog::{AddedSince, Catalog, CatalogEntry, ColId, ColumnKind, Counters, DbCatalog, DbId, Lookup, NewSeries, Resolver, RowShape, SeriesId, TableId, validate_name};
+use crate::catalog::{Catalog, CatalogEntry, ColId, ColumnKind, Counters, DbCatalog, DbId, Lookup, NewSeries, Resolver, RowShape, SeriesId, TableId, validate_name};
 use crate::catalog_log::CatalogLog;
 use crate::error::{Error, Result};
 use crate::hours::{self, HourStats};
@@ -1407,9 +1407,6 @@ impl Inner {
             check_known(d, db_id, points)?;
         }
         let mut new_key_at: crate::FastMap<series_keys::KeyHash, usize> = crate::FastMap::default();
-        // What the dictionaries gained since the prelookup's rows were looked up, while this resolve
-        // holds the catalog (`Resolver::lookup_again`).
-        let mut added = AddedSince::default();
         let new_key = |new_keys: &[KeyEntry<'_>], at: &crate::FastMap<series_keys::KeyHash, usize>, h, key: &str| {
             let (_, k, table, series) = new_keys[*at.get(&h)?];
             (k == key).then_some((table, series))
@@ -1486,7 +1483,7 @@ impl Inner {
                 continue;
             }
             while new_series.next_if(|(j, _)| *j < i).is_some() {}
-            let again = new_series.next_if(|(j, _)| *j == i).and_then(|(_, n)| Resolver::lookup_again(db_cat, n, &mut added));
+            let again = new_series.next_if(|(j, _)| *j == i).and_then(|(_, n)| Resolver::lookup_again(db_cat, n));
             let found = match again {
                 Some(l) => Ok(l),
                 None => lookup_row(db_cat, points, i, &mut field_types, &mut shape),
