@@ -204,23 +204,32 @@ pub(super) fn plan(engine: &Engine, shape: &Shape) -> Option<Plan> {
     }
     let mut group_of = Vec::with_capacity(series.len());
     let mut key: Vec<Option<u32>> = Vec::with_capacity(group_cols.len());
-    for s in series {
-        key.clear();
-        key.extend(group_cols.iter().map(|c| t.series_tag_code(*s, *c)));
-        let g = match index.get(key.as_slice()) {
-            Some(g) => *g,
-            None => {
-                let g = index.len() as u32;
-                let cells = key.iter().zip(&dicts).map(|(code, dict)| match code.zip(*dict).and_then(|(code, d)| d.value(code)) {
-                    Some(v) => Cell::String(v.into()),
-                    None => Cell::Null,
-                });
-                groups.push(cells.collect());
-                index.insert(key.clone(), g);
-                g
-            }
-        };
-        group_of.push(g);
+    if group_cols.is_empty() {
+        // No GROUP BY tags: every series in one group, without hashing an empty key per series (7 % of
+        // a count over 10 M series).
+        if groups.is_empty() && !series.is_empty() {
+            groups.push(Vec::new());
+        }
+        group_of.resize(series.len(), 0);
+    } else {
+        for s in series {
+            key.clear();
+            key.extend(group_cols.iter().map(|c| t.series_tag_code(*s, *c)));
+            let g = match index.get(key.as_slice()) {
+                Some(g) => *g,
+                None => {
+                    let g = index.len() as u32;
+                    let cells = key.iter().zip(&dicts).map(|(code, dict)| match code.zip(*dict).and_then(|(code, d)| d.value(code)) {
+                        Some(v) => Cell::String(v.into()),
+                        None => Cell::Null,
+                    });
+                    groups.push(cells.collect());
+                    index.insert(key.clone(), g);
+                    g
+                }
+            };
+            group_of.push(g);
+        }
     }
     let mut rank = vec![0u32; series.len()];
     if need.iter().any(|n| n.first || n.last) && !tie_cols.is_empty() {
@@ -287,8 +296,12 @@ fn resolve<'c>(cat: &'c Catalog, src: &Source, fields: &[&str], field_conditions
             }
         })
         .collect::<Option<Vec<_>>>()?;
-    let series =
-        candidates(&pred, t).into_iter().filter(|s| pred.eval(&|c| t.series_tag_value(*s, c)) != Some(false)).collect();
+    let mut series = candidates(&pred, t);
+    // Without a condition every series is in: not asked one by one (10 M series at TSBS's largest
+    // scenario, 3 % of a count).
+    if !matches!(pred, Pred::Const(true)) {
+        series.retain(|s| pred.eval(&|c| t.series_tag_value(*s, c)) != Some(false));
+    }
     let (lo, hi) = (src.range.min.unwrap_or(i64::MIN), src.range.max.unwrap_or(i64::MAX));
     Some((Scope { db: d.id, table: t.id, lo, hi, fields, series }, t, pred))
 }
