@@ -420,7 +420,8 @@ struct Pending {
     last_cols: Vec<ColId>,
     /// Every series has exactly the columns of `cols` (TSBS's): series `j`'s value of the `k`-th column
     /// is then tag `j · cols.len() + k`, and [`Pending::encode`] takes it from there rather than walking
-    /// each series' tags once per column (2 % of the server's CPU loading TSBS's 10 M hosts).
+    /// each series' tags once per column (that walk was 2 % of the server's CPU loading TSBS's 10 M
+    /// hosts; `examples/catalog_size.rs`' 1 M series encode in 0.34 s against 0.39, buffers reused too).
     uniform: bool,
 }
 
