@@ -215,6 +215,16 @@ impl<'a> WriteBatch<'a> {
         ColRun(start as u32, (self.cols.len() - start) as u32)
     }
 
+    /// [`WriteBatch::push_cols`], or `prev` when it holds these very ids: rows of new series each
+    /// resolve their columns anew, mostly to the previous row's, and a run shared is compared by
+    /// address where the batch is encoded ([`same_shape`]).
+    pub fn push_cols_or(&mut self, prev: Option<ColRun>, cols: impl ExactSizeIterator<Item = ColId> + Clone) -> ColRun {
+        match prev {
+            Some(p) if p.len() == cols.len() && self.cols[p.0 as usize..][..p.len()].iter().copied().eq(cols.clone()) => p,
+            _ => self.push_cols(cols),
+        }
+    }
+
     /// Appends a row whose values the batch borrows: `values[k].1` is column `cols`' `k`th.
     ///
     /// # Panics
@@ -604,6 +614,21 @@ mod tests {
         assert!(WriteBatch::decode(&first).is_none());
         first[10] = 1;
         assert_eq!(WriteBatch::decode(&first).unwrap().rows.len(), 1, "a row of no values (shape 1) decodes");
+    }
+
+    /// A run is reused only for the very ids it holds: a prefix, another order, more ids or another id
+    /// each get a run of their own, holding theirs.
+    #[test]
+    fn a_run_is_reused_for_its_very_ids_only() {
+        let mut b = WriteBatch::new(1);
+        let first = b.push_cols_or(None, [3, 7].into_iter());
+        assert_eq!(b.push_cols_or(Some(first), [3, 7].into_iter()), first);
+        for other in [&[3][..], &[7, 3], &[3, 7, 8], &[3, 8], &[]] {
+            let run = b.push_cols_or(Some(first), other.iter().copied());
+            assert_ne!(run, first, "{other:?}");
+            assert_eq!(&b.cols[run.0 as usize..][..run.len()], other);
+        }
+        assert_eq!(&b.cols[first.0 as usize..][..first.len()], [3, 7]);
     }
 
     /// A kind-1 record, as builds before kind 2 wrote every WAL record, decodes to its rows: a WAL left by

@@ -1276,10 +1276,10 @@ impl Inner {
     /// as long as its table, and a row's series is taken from here only for a table the request resolved
     /// through the catalog under `write_lock`, with that row's columns.
     ///
-    /// Rows of new series are what the catalog does not have: after [`PRELOOKUP_NEW_RUN_MAX`] of them in
-    /// a row the rest of the request is looked up in the cache only (at 10 M hosts every row is new, and
-    /// the resolve looks it up again under the lock). The locks are yielded every [`PRELOOKUP_BUMP_ROWS`]
-    /// rows to a resolve waiting to add series.
+    /// A row of a new series is what the catalog does not have yet: its lookup ([`Lookup::NewSeries`]) is
+    /// kept, and the resolve checks again only what may have changed since ([`Resolver::lookup_again`]:
+    /// the values it lacked, at 10 M hosts each row's host name). The locks are yielded every
+    /// [`PRELOOKUP_BUMP_ROWS`] rows to a resolve waiting to add series.
     ///
     /// A row whose key is an earlier row's very text (the same address and length, as the line-protocol
     /// parser gives a line repeating an earlier line's key) takes that row's answer without hashing and
@@ -1501,7 +1501,7 @@ impl Inner {
             };
             match resolved {
                 Ok(r) => {
-                    let run = batch.push_cols(r.fields.iter().map(|(c, _)| *c));
+                    let run = batch.push_cols_or(last_fields.map(|(_, run, _)| run), r.fields.iter().map(|(c, _)| *c));
                     push_borrowed(&mut batch, r.table, r.series, p.ts, run, &p.fields);
                     match key {
                         // Its key named this very series (the cache, or the prelookup's finds): nothing new.

@@ -62,7 +62,7 @@ use slots::Slots;
 /// [`Column`] (they copied column slices before: the same bytes, strided).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RowBuf {
-    pub ts: Vec<i64>,
+    pub ts: Timestamps,
     /// `None` before the first row. Shared with the other series of the table whose first row had the
     /// same columns ([`MemTable`]'s last schema, see [`RowBuf::push`]).
     schema: Option<Schema>,
@@ -80,6 +80,17 @@ struct Extra {
     strings: Vec<String>,
     /// Heap bytes of `strings`' contents (their capacities, allocator headers included).
     string_bytes: usize,
+}
+
+/// A buffer's timestamps, the first kept inline (in the three words a vector takes): a series of one
+/// row, every series of a load of new devices (TSBS's 10 M hosts), then allocates its slots alone, and
+/// frees them alone at the flush.
+type Timestamps = smallvec::SmallVec<[i64; 1]>;
+const _: () = assert!(std::mem::size_of::<Timestamps>() == std::mem::size_of::<Vec<i64>>(), "no larger than a vector");
+
+/// [`vec_bytes`] of the timestamps: none while the one is inline.
+fn ts_bytes(ts: &Timestamps) -> usize {
+    if ts.spilled() { ts.capacity() * std::mem::size_of::<i64>() + ALLOC_BYTES } else { 0 }
 }
 
 /// A series' columns with their types, in first-seen order. Shared: a table's series mostly have the
@@ -201,7 +212,7 @@ impl RowBuf {
     /// capacity plus an allocator header each, and the strings' bytes. The schema is shared, so it is
     /// not here: [`RowBuf::push`] counts a new one once.
     pub fn heap_bytes(&self) -> usize {
-        vec_bytes(&self.ts) + self.slots.heap_bytes(self.width()) + self.extra_bytes()
+        ts_bytes(&self.ts) + self.slots.heap_bytes(self.width()) + self.extra_bytes()
     }
 
     /// [`RowBuf::heap_bytes`] of [`Extra`]: 0, without a load, for rows of numbers and booleans.
@@ -281,10 +292,10 @@ impl RowBuf {
         // chunk is made: it is elsewhere in memory, a cache miss per row).
         let w = self.width();
         if w > 0 && same_columns(self.schema(), values) {
-            let before = vec_bytes(&self.ts) + self.extra_bytes();
+            let before = ts_bytes(&self.ts) + self.extra_bytes();
             let grown = self.slots.push_row(self.ts.len(), w, values.iter().map(|(_, v)| encode(&mut self.extra, v)));
             self.ts.push(ts);
-            return (vec_bytes(&self.ts) + self.extra_bytes()).saturating_sub(before) + grown + made;
+            return (ts_bytes(&self.ts) + self.extra_bytes()).saturating_sub(before) + grown + made;
         }
         // A schema made above is not in `heap_bytes`: counting from here counts the same.
         let before = self.heap_bytes();
@@ -350,7 +361,7 @@ impl RowBuf {
 
     /// An empty buffer with the same columns.
     fn empty_like(&self, rows: usize) -> RowBuf {
-        RowBuf { ts: Vec::with_capacity(rows), schema: self.schema.clone(), slots: Slots::with_rows(rows, self.width()), extra: None }
+        RowBuf { ts: Timestamps::with_capacity(rows), schema: self.schema.clone(), slots: Slots::with_rows(rows, self.width()), extra: None }
     }
 
     /// Column `col`'s values of rows `range`, or `None` if no row had the column.
@@ -1173,7 +1184,7 @@ mod tests {
         b.push_row(0, 1, 10, [(0, Value::Integer(11))]);
         g.apply(&b);
         let s = &g.table(0, 0).unwrap().series[&1];
-        assert_eq!(s.in_order().ts, vec![30]);
+        assert_eq!(s.in_order().ts[..], [30]);
         assert!(!s.staged().unwrap().1);
         let cols = [(0, FieldType::Integer), (1, FieldType::Float), (2, FieldType::Boolean)];
         let r = s.read(1, i64::MIN, i64::MAX, &cols);
@@ -1655,12 +1666,12 @@ mod tests {
             b.push_row(0, 1, t, [(0, Value::Integer(v))]);
         }
         g.apply(&b);
-        assert_eq!(g.table(0, 0).unwrap().series[&1].staged().unwrap().0.ts, vec![7]);
+        assert_eq!(g.table(0, 0).unwrap().series[&1].staged().unwrap().0.ts[..], [7]);
         // Deleting 8..=10 leaves the in-order part ending at 5, below the staged 7: folded.
         assert_eq!(g.delete(0, 0, None, 8, 10), 1);
         let s = &g.table(0, 0).unwrap().series[&1];
         assert!(s.staged().is_none());
-        assert_eq!(s.in_order().ts, vec![1, 5, 7]);
+        assert_eq!(s.in_order().ts[..], [1, 5, 7]);
         // A new write at 7 is now in order only by a fold-free reading; it must win over the old 7.
         let mut b = WriteBatch::new(0);
         b.push_row(0, 1, 7, [(0, Value::Integer(77))]);
