@@ -1,6 +1,6 @@
 #!/bin/bash
 # prof.sh NAME BIN: one scenario-5 load (../2026-11-28-epyc-hotquick/settled.sh, THREADS=1 SETTLE=0) under perf
-# until committed; perf script into /tmp/an/NAME.txt, which cmp.py A B SYM... and alloc.py A B read.
+# until committed; perf script into /tmp/an/NAME.txt, which profiles.py reads (cmp A B SYM..., alloc FILE...).
 export TMPDIR=$HOME/.cache/sundial/scratch
 F=$HOME/.cache/sundial/tsbs/data/cpu-only-s10000000-2016-01-01T000000Z-2016-01-01T000010Z-seed123.influx.lp
 cd /work/main
