@@ -66,11 +66,13 @@ impl Page {
             0x1_0000..=0xffff_ffff => 4,
             _ => 8,
         };
-        let mut bytes = Vec::with_capacity(vals.len() * width);
-        for v in vals {
-            bytes.extend_from_slice(&v.to_key().wrapping_sub(lo).to_le_bytes()[..width]);
-        }
-        Page { base: lo, width, bytes: bytes.into_boxed_slice() }
+        let bytes = match width {
+            1 => pack_as::<1, T>(vals, lo),
+            2 => pack_as::<2, T>(vals, lo),
+            4 => pack_as::<4, T>(vals, lo),
+            _ => pack_as::<8, T>(vals, lo),
+        };
+        Page { base: lo, width, bytes }
     }
 
     pub(super) fn len(&self) -> usize {
@@ -96,6 +98,19 @@ impl Page {
             })),
         }
     }
+}
+
+/// `vals`' offsets from `lo`, `W` bytes each, little-endian. A loop per width, as in
+/// [`Page::unpack_into`]: with the width a run-time value each offset was a call to `memcpy`, which with
+/// the loop was half of a threshold read's keeping of pages (TSBS's high-cpu-all at 4,000 hosts: 14 % of
+/// its server CPU, `bench/results/2026-12-01-epyc-pack/NOTES.md`).
+fn pack_as<const W: usize, T: Word>(vals: &[T], lo: u64) -> Box<[u8]> {
+    let mut bytes = vec![0u8; vals.len() * W].into_boxed_slice();
+    for (to, v) in bytes.chunks_exact_mut(W).zip(vals) {
+        let le = v.to_key().wrapping_sub(lo).to_le_bytes();
+        to.copy_from_slice(&le[..W]);
+    }
+    bytes
 }
 
 /// A snapshot of the cache's counters.
