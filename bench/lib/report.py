@@ -275,6 +275,15 @@ def page_cache_note(results) -> str:
             "may have read it from disk, at the loader's CPU cost on the shared cores)")
 
 
+def run_size_note(config) -> str:
+    """How the timed runs after the first worker count were sized (bench/compare's `run_size`), if they were."""
+    secs = config.get("query_run_seconds")
+    if not secs:
+        return ""
+    return (f" (the runs of each type after the first worker count's lengthened to about {secs:g} s at that run's "
+            "pace, up to 1,000 queries: `queries` in queries.csv)")
+
+
 def markdown(results, checks, summary, chart_files, chart_error) -> str:
     if not results:
         return "# bench/compare\n\nNo results yet.\n"
@@ -292,7 +301,8 @@ def markdown(results, checks, summary, chart_files, chart_error) -> str:
            f"Load: TSBS loaders, {first['config']['workers']} workers, batch {first['config']['batch_size']}"
            f"{page_cache_note(results)}; "
            f"queries: {first['config']['queries_per_type']} per type at "
-           f"{', '.join(map(str, first['config']['query_workers']))} worker(s); answers of the first "
+           f"{', '.join(map(str, first['config']['query_workers']))} worker(s)"
+           f"{run_size_note(first['config'])}; answers of the first "
            f"{first['config']['check_queries']} queries of each type cross-checked. Settle: "
            f"{first['config']['settle']:.0f} s.", ""]
     sundial = [r for r in results if r["peer"] == "sundial"]

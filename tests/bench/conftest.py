@@ -13,11 +13,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench" / "lib"))
 import sundial_server  # noqa: E402
 
+# The 8-worker runs sized to this many seconds at the 1-worker runs' pace (`--query-run-seconds`): a few to a
+# few dozen queries each at this size, so that the sizing is exercised with the real runners.
+QUERY_RUN_SECONDS = 0.05
+
 # The smallest run that still has every query type: TSBS needs 12 h of data for the double-groupby windows.
 # Two load runs per database (`--load-runs`), seconds each at this size.
 QUICK_ARGS = ["--profile", "quick", "--peers", "sundial,influxdb", "--scenarios", "1", "--scale", "10",
               "--duration", str(13 * 3600), "--queries-per-type", "3", "--check-queries", "2", "--settle", "12",
-              "--step-timeout", "300", "--load-runs", "2"]
+              "--step-timeout", "300", "--load-runs", "2", "--query-run-seconds", str(QUERY_RUN_SECONDS)]
 
 
 class QuickRun:
