@@ -280,8 +280,8 @@ def run_size_note(config) -> str:
     secs = config.get("query_run_seconds")
     if not secs:
         return ""
-    return (f" (the runs of each type after the first worker count's lengthened to about {secs:g} s at that run's "
-            "pace, up to 1,000 queries: `queries` in queries.csv)")
+    return (f" (each run lengthened to about {secs:g} s at its type's 1-worker pace, up to 1,000 queries: "
+            "`queries` in queries.csv)")
 
 
 def markdown(results, checks, summary, chart_files, chart_error) -> str:

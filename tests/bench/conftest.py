@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench" / "lib"))
 import sundial_server  # noqa: E402
 
-# The 8-worker runs sized to this many seconds at the 1-worker runs' pace (`--query-run-seconds`): a few to a
+# The timed query runs sized to this many seconds at their 1-worker pace (`--query-run-seconds`): a few to a
 # few dozen queries each at this size, so that the sizing is exercised with the real runners.
 QUERY_RUN_SECONDS = 0.05
 
