@@ -1,9 +1,3 @@
 #!/bin/bash
-# Scenario 2 (full profile) with queries, f872cd6's binary with bench/compare at d0aaf24, which sizes every query run (--query-run-seconds 5)
-# against QuestDB and VictoriaMetrics, one load each.
-cd /work/main
-echo "== start $(date -u +%H:%M:%S)"
-SUNDIAL_BIN=/root/.cache/sundial/compare-bin/sundial-f872cd6 bench/compare --profile full --scenarios 2 \
-  --peers sundial,questdb,victoriametrics --data-cache-max-gb 8 --step-timeout 900 --query-timeout 120 --resume \
-  --results-dir bench/results/2026-12-01-epyc-pack/compare-s2r
-echo "== exit $? $(date -u +%H:%M:%S)"
+# Scenario 2 with every query run sized (bench/compare at d0aaf24): compare-s2q.sh into compare-s2r.
+OUT=bench/results/2026-12-01-epyc-pack/compare-s2r exec bash "$(dirname "$0")/compare-s2q.sh"
