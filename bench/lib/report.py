@@ -276,7 +276,7 @@ def page_cache_note(results) -> str:
 
 
 def run_size_note(config) -> str:
-    """How the timed runs after the first worker count were sized (bench/compare's `run_size`), if they were."""
+    """How the timed query runs were sized (bench/compare's `run_size`), if they were."""
     secs = config.get("query_run_seconds")
     if not secs:
         return ""
