@@ -292,7 +292,7 @@ def test_threshold_reads_by_the_hour_keep_decoded_pages_and_answer_the_same_from
     """A `WHERE field > x` read decodes only the hours whose statistics may hold such a row; the pages it
     decodes (a block's column longer than a page, 2,048 rows) are kept (`decoded_pages` in /debug/vars),
     and the same statement asked again reads them from there, with the same answer, which is exactly
-    the rows over the threshold."""
+    the rows over the threshold. The cache's size is `--decoded-pages-mib`'s."""
     s = make_server()
     assert s.sql("CREATE DATABASE db").status_code == 200
     step = 2 * 10**9  # 1,800 rows an hour, 10,800 in six hours: a block's columns are several pages
@@ -303,7 +303,8 @@ def test_threshold_reads_by_the_hour_keep_decoded_pages_and_answer_the_same_from
         lines = [f"cpu,host={h} usage={u}i,seq={i}i {i * step}" for i, u in enumerate(usage)]
         assert s.write("db", "\n".join(lines)).status_code == 204
     s.stop()  # flushed into a segment file, whose blocks carry hour statistics
-    s = make_server()
+    s = make_server("--decoded-pages-mib", "8")
+    assert debug_vars(s)["decoded_pages"]["capacity"] == 8 << 20
     q = "SELECT * FROM cpu WHERE usage > 90 AND time >= 0 AND time < 21600000000000"
     want = sorted((i * step, h, i) for h in ("a", "b") for i, u in enumerate(usage) if u > 90)
 

@@ -205,6 +205,11 @@ pub struct EngineConfig {
     pub block_index_cache_bytes: usize,
     /// Most series per database (0: no limit); see [`Catalog::set_series_per_database_max`].
     pub series_per_database_max: u64,
+    /// Memory for decoded pages of paged numeric columns that reads of hours keep (TSBS's high-cpu; see
+    /// [`crate::codec::page_cache`]). One cache serves the whole process: the engine opened last sets
+    /// its size. Default: a 64th of the memory, 64 MiB to 1 GiB
+    /// ([`limits::DECODED_PAGES_MEMORY_DIVISOR`], [`crate::sysmem`]).
+    pub decoded_pages_bytes: usize,
     /// After open, decode the segments' block-index groups into the cache in the background (newest
     /// partitions first) until it holds half its capacity ([`Engine::open`]). Default on.
     pub warm_block_index: bool,
@@ -260,6 +265,7 @@ impl EngineConfig {
             compaction_throttle_clock: SystemThrottleClock::shared(),
             catalog_log_rewrite_bytes_min: limits::CATALOG_LOG_REWRITE_BYTES_MIN,
             block_index_cache_bytes: limits::BLOCK_INDEX_CACHE_BYTES_DEFAULT,
+            decoded_pages_bytes: crate::sysmem::decoded_pages_bytes_default(crate::sysmem::memory_bytes()),
             series_per_database_max: 0,
             warm_block_index: true,
         }
@@ -526,6 +532,7 @@ impl Engine {
             }
             Ok(())
         })?;
+        crate::codec::page_cache::set_capacity(config.decoded_pages_bytes);
         let block_index_cache = Arc::new(BlockIndexCache::new(config.block_index_cache_bytes));
         let segments = load_segments(placement.roots(), &catalog, &block_index_cache)?;
         let logged_tombstones: Vec<Tombstone> = tombstones.values().flatten().map(|t| (**t).clone()).collect();
@@ -2081,7 +2088,7 @@ impl TableSnapshot {
         let (mut spans, mut pieces): (Vec<(i64, i64)>, Vec<SeriesRows>) = (Vec::new(), Vec::new());
         let range_hours = hours::whole(self.ts_min, self.ts_max);
         // New decoded pages this read of hours may keep (`codec::page_cache`).
-        let mut page_budget = crate::limits::DECODED_PAGES_SCAN_BYTES_MAX;
+        let mut page_budget = crate::codec::page_cache::scan_budget();
         let mut members: Vec<(SeriesId, std::ops::Range<usize>)> = Vec::new();
         while k < series.len() && go_on.get() {
             let s = series[k];

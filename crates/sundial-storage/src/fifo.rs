@@ -39,6 +39,16 @@ impl<K: Eq + Hash + Copy, V> FifoCache<K, V> {
             Some((_, old)) => self.bytes -= old,
             None => self.queue.push_back(key),
         }
+        self.evict();
+    }
+
+    /// Sets the bound, dropping the oldest entries beyond it.
+    pub(crate) fn set_max_bytes(&mut self, max_bytes: usize) {
+        self.max_bytes = max_bytes;
+        self.evict();
+    }
+
+    fn evict(&mut self) {
         while self.bytes > self.max_bytes {
             let Some(k) = self.queue.pop_front() else { break };
             if let Some((_, old)) = self.map.remove(&k) {
@@ -85,5 +95,23 @@ mod tests {
         c.forget(|k| k.0 == 3);
         assert_eq!(c.usage(), (1, 4));
         assert_eq!(c.get(&(2, 0)), Some(&"b"));
+    }
+
+    /// A lowered bound drops the oldest entries at once and holds the later puts; a raised one keeps
+    /// values the old bound refused.
+    #[test]
+    fn a_new_bound_applies_at_once() {
+        let mut c: FifoCache<u64, ()> = FifoCache::new(10);
+        for k in 0..5 {
+            c.put(k, (), 2);
+        }
+        c.set_max_bytes(5);
+        assert_eq!(c.usage(), (2, 4));
+        assert!(c.get(&2).is_none() && c.get(&3).is_some() && c.get(&4).is_some());
+        c.put(5, (), 2);
+        assert_eq!(c.usage(), (2, 4));
+        c.set_max_bytes(20);
+        c.put(6, (), 12);
+        assert_eq!(c.usage(), (3, 16));
     }
 }

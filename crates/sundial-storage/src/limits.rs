@@ -51,18 +51,29 @@ pub const DECODED_PACKS_BYTES_MAX: usize = 16 * 1024 * 1024;
 /// over 5 days).
 pub const HOUR_CHUNKS_BYTES_MAX: usize = 64 * 1024 * 1024;
 
-/// Memory for decoded pages of paged numeric columns, all open segments together (`codec/page_cache.rs`):
-/// the pages a read of some hours of blocks decoded (TSBS's high-cpu), packed to the bytes their values'
-/// spread needs. At one byte a value (TSBS's integer fields) a page of 2,048 is about 2 KiB, and this
-/// keeps some 30,000: all ten fields of 100 hosts over 4 days (scenario 1), a seventh of 4,000 hosts'
-/// 12 hours. A dashboard's panel asked again, or a window moved by a step, decodes nothing twice.
-pub const DECODED_PAGES_BYTES_MAX: usize = 64 * 1024 * 1024;
+/// Default memory for decoded pages of paged numeric columns, all open segments of the process together
+/// (`codec/page_cache.rs`, `EngineConfig::decoded_pages_bytes`, `--decoded-pages-mib`): this share of the
+/// memory ([`crate::sysmem`]), within [`DECODED_PAGES_BYTES_DEFAULT_MIN`]..=[`DECODED_PAGES_BYTES_DEFAULT_MAX`]
+/// (384 MiB on a machine of 24 GiB). The pages a read of some hours of blocks decoded (TSBS's high-cpu),
+/// packed to the bytes their values' spread needs: at one byte a value (TSBS's integer fields) a page of
+/// 2,048 is about 2 KiB. All ten fields of 100 hosts over 4 days (scenario 1) take some 16 MiB, 4,000
+/// hosts' 12 hours (scenario 2) 86 MiB, which the 64 MiB of before could not hold: every high-cpu-all
+/// there decoded 40 % of its pages again (`bench/results/2026-12-01-xeon-pagecap/NOTES.md`). A
+/// dashboard's panel asked again, or a window moved by a step, decodes nothing twice. (ClickHouse's
+/// uncompressed cache and IoTDB's chunk cache are sized in gigabytes for the same reason.)
+pub const DECODED_PAGES_MEMORY_DIVISOR: u64 = 64;
 
-/// New decoded pages one read of hours keeps at most (a scan of a snapshot, `engine.rs`; a statement read
-/// in two parts has two): a read of more leaves the pages it kept first to the next statements rather
-/// than pushing them out with the rest. 100 hosts' 12 hours of TSBS keep about 6 MiB.
-pub const DECODED_PAGES_SCAN_BYTES_MAX: usize = DECODED_PAGES_BYTES_MAX / 4;
-const _: () = assert!(DECODED_PAGES_SCAN_BYTES_MAX < DECODED_PAGES_BYTES_MAX);
+/// See [`DECODED_PAGES_MEMORY_DIVISOR`]; also the default where the memory cannot be read.
+pub const DECODED_PAGES_BYTES_DEFAULT_MIN: usize = 64 * 1024 * 1024;
+
+/// See [`DECODED_PAGES_MEMORY_DIVISOR`].
+pub const DECODED_PAGES_BYTES_DEFAULT_MAX: usize = 1024 * 1024 * 1024;
+
+/// The share of the decoded pages' memory one read of hours fills with new pages at most (a scan of a
+/// snapshot, `engine.rs`; a statement read in two parts has two): a read of more leaves the pages it kept
+/// first to the next statements rather than pushing them out with the rest. 100 hosts' 12 hours of TSBS
+/// keep about 6 MiB.
+pub const DECODED_PAGES_SCAN_DIVISOR: usize = 4;
 
 /// Memory for the segments' tables of each series' last row (`last_values.rs`), all open segments
 /// together: 20 bytes per series and 9 per column, so about 110 bytes a series of ten columns, and this

@@ -32,6 +32,14 @@ pub fn memtable_bytes_default(memory: Option<u64>) -> usize {
     share.clamp(limits::MEMTABLE_BYTES_DEFAULT_MIN, limits::MEMTABLE_BYTES_DEFAULT_MAX)
 }
 
+/// The default memory for decoded pages for a process that may use `memory` bytes: see
+/// [`limits::DECODED_PAGES_MEMORY_DIVISOR`].
+pub fn decoded_pages_bytes_default(memory: Option<u64>) -> usize {
+    let Some(m) = memory else { return limits::DECODED_PAGES_BYTES_DEFAULT_MIN };
+    let share = usize::try_from(m / limits::DECODED_PAGES_MEMORY_DIVISOR).unwrap_or(usize::MAX);
+    share.clamp(limits::DECODED_PAGES_BYTES_DEFAULT_MIN, limits::DECODED_PAGES_BYTES_DEFAULT_MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,6 +60,14 @@ mod tests {
         assert_eq!(memtable_bytes_default(Some(24 * 1024 * MIB)), limits::MEMTABLE_BYTES_DEFAULT_MAX);
         assert_eq!(memtable_bytes_default(Some(256 * MIB)), limits::MEMTABLE_BYTES_DEFAULT_MIN);
         assert_eq!(memtable_bytes_default(None), limits::MEMTABLE_BYTES_DEFAULT_MIN);
+    }
+
+    #[test]
+    fn decoded_pages_default_is_a_sixty_fourth_of_memory_within_bounds() {
+        assert_eq!(decoded_pages_bytes_default(Some(24 * 1024 * MIB)), 384 * MIB as usize);
+        assert_eq!(decoded_pages_bytes_default(Some(1024 * 1024 * MIB)), limits::DECODED_PAGES_BYTES_DEFAULT_MAX);
+        assert_eq!(decoded_pages_bytes_default(Some(1024 * MIB)), limits::DECODED_PAGES_BYTES_DEFAULT_MIN);
+        assert_eq!(decoded_pages_bytes_default(None), limits::DECODED_PAGES_BYTES_DEFAULT_MIN);
     }
 
     #[test]

@@ -79,6 +79,13 @@ pub struct ServeArgs {
     #[arg(long, env = "SUNDIAL_BLOCK_INDEX_CACHE_MIB")]
     pub block_index_cache_mib: Option<usize>,
 
+    /// Memory for decoded pages of numeric columns kept by reads of a threshold's hours (`WHERE
+    /// usage_user > 90`), in MiB: a window asked again decodes nothing twice; the oldest pages are
+    /// dropped beyond this. [default: a 64th of the memory (or of the cgroup's limit), at least 64 and at
+    /// most 1024]
+    #[arg(long, env = "SUNDIAL_DECODED_PAGES_MIB")]
+    pub decoded_pages_mib: Option<usize>,
+
     /// Most series a database may hold, as InfluxDB's `max-series-per-database`: a write that would
     /// create one more is refused (400, naming the line and the limit); existing series keep accepting
     /// writes. Each series costs ≈ 135 bytes of memory for the whole life of the process. `0`: no
@@ -208,6 +215,9 @@ impl ServeArgs {
         if let Some(m) = self.block_index_cache_mib.or(file.block_index_cache_mib) {
             engine.block_index_cache_bytes = m * 1024 * 1024;
         }
+        if let Some(m) = self.decoded_pages_mib.or(file.decoded_pages_mib) {
+            engine.decoded_pages_bytes = m * 1024 * 1024;
+        }
         if let Some(n) = self.max_series_per_database.or(file.max_series_per_database) {
             engine.series_per_database_max = n;
         }
@@ -273,7 +283,7 @@ mod tests {
     fn flags_override_the_file_and_the_file_overrides_defaults() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.toml");
-        std::fs::write(&path, "http_addr = \"127.0.0.1:1\"\nmemtable_mib = 3\nwal_sync = \"interval:10\"\ncompaction_max_mib_per_sec = 5\n").unwrap();
+        std::fs::write(&path, "http_addr = \"127.0.0.1:1\"\nmemtable_mib = 3\nwal_sync = \"interval:10\"\ncompaction_max_mib_per_sec = 5\ndecoded_pages_mib = 7\n").unwrap();
         let args = ServeArgs { config: Some(path.clone()), http_addr: Some("127.0.0.1:2".into()), ..Default::default() };
         let s = args.resolve().unwrap();
         assert_eq!(s.engine.compaction_bytes_per_sec_max, Some(5 * 1024 * 1024));
@@ -282,6 +292,7 @@ mod tests {
         assert_eq!(ServeArgs::default().resolve().unwrap().engine.compaction_bytes_per_sec_max, None);
         assert_eq!(s.http_addr, "127.0.0.1:2");
         assert_eq!(s.engine.memtable_bytes_max, 3 * 1024 * 1024);
+        assert_eq!(s.engine.decoded_pages_bytes, 7 * 1024 * 1024);
         assert_eq!(s.engine.wal_sync, SyncPolicy::Interval(Duration::from_millis(10)));
         assert_eq!(s.engine.data_dir, PathBuf::from(DEFAULT_DATA_DIR));
     }

@@ -11,29 +11,30 @@
 //!
 //! Only the reads of hours come here ([`super::decode_column_rows_cached`] from
 //! `Segment::read_block_spans` under an `HourFilter`): other reads of blocks (scans, compaction) neither
-//! pay the copy nor push those pages out. And a read keeps at most
-//! [`DECODED_PAGES_SCAN_BYTES_MAX`](crate::limits::DECODED_PAGES_SCAN_BYTES_MAX) of
-//! new pages (then decodes as without the cache, from a page's start to the rows it wants): TSBS's
-//! threshold over 4,000 hosts × 12 hours asks for some 55,000 pages a statement, about 110 MiB packed,
-//! more than the cache holds, so
-//! keeping them all would push out each page before the next statement asks for it again, every page
-//! decoded whole and packed for nothing (ClickHouse's `merge_tree_max_bytes_to_use_cache` bounds its
-//! uncompressed cache the same way).
+//! pay the copy nor push those pages out. And a read keeps at most a
+//! [`DECODED_PAGES_SCAN_DIVISOR`](crate::limits::DECODED_PAGES_SCAN_DIVISOR)th of the cache in new pages
+//! ([`scan_budget`]; then it decodes as without the cache, from a page's start to the rows it wants): a
+//! read asking for more pages than the cache holds would push out each page before the next statement
+//! asks for it again, every page decoded whole and packed for nothing (ClickHouse's
+//! `merge_tree_max_bytes_to_use_cache` bounds its uncompressed cache the same way). TSBS's threshold over
+//! 4,000 hosts × 12 hours asks for some 46,600 pages a statement, 86 MiB packed: at the default size
+//! (a 64th of the memory, [`crate::limits::DECODED_PAGES_MEMORY_DIVISOR`]) two statements keep them all.
 //!
 //! A page is kept frame-of-reference packed: each value's [`Word::to_key`] less the page's smallest,
 //! in the fewest whole bytes (1, 2, 4 or 8) that hold the largest. TSBS's integer fields (0–100) take
 //! one byte a value, 2 KiB a page of 2,048 rather than 16; full-precision floats take eight.
-//! Bounded by [`DECODED_PAGES_BYTES_MAX`] in all, oldest page out first; a segment's pages are dropped
-//! with it ([`forget_segment`]).
+//! Bounded in all by [`set_capacity`] (`EngineConfig::decoded_pages_bytes`: one cache per process, sized
+//! by the engine opened last), oldest page out first; a segment's pages are dropped with it
+//! ([`forget_segment`]).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock};
 
 use parking_lot::Mutex;
 
 use super::numeric::Word;
 use crate::fifo::FifoCache;
-use crate::limits::DECODED_PAGES_BYTES_MAX;
+use crate::limits::{DECODED_PAGES_BYTES_DEFAULT_MIN, DECODED_PAGES_SCAN_DIVISOR};
 
 /// A column chunk, named by its segment's number ([`crate::block_cache::next_segment_no`], never reused
 /// in a process) and its offset in the segment's file.
@@ -125,7 +126,10 @@ pub struct DecodedPagesStats {
     pub misses: u64,
 }
 
-static PAGES: LazyLock<Mutex<FifoCache<(u64, u64, u32), Arc<Page>>>> = LazyLock::new(|| Mutex::new(FifoCache::new(DECODED_PAGES_BYTES_MAX)));
+/// Until an engine sets the size ([`set_capacity`]), the smallest default.
+static CAPACITY: AtomicUsize = AtomicUsize::new(DECODED_PAGES_BYTES_DEFAULT_MIN);
+static PAGES: LazyLock<Mutex<FifoCache<(u64, u64, u32), Arc<Page>>>> =
+    LazyLock::new(|| Mutex::new(FifoCache::new(CAPACITY.load(Ordering::Relaxed))));
 static HITS: AtomicU64 = AtomicU64::new(0);
 static MISSES: AtomicU64 = AtomicU64::new(0);
 
@@ -147,6 +151,19 @@ pub(super) fn put<T: Word>(chunk: ChunkKey, page: u32, vals: &[T]) -> usize {
     bytes
 }
 
+/// Bounds the pages kept to `bytes` in all, dropping the oldest beyond it (the cache is the process's:
+/// [`crate::Engine::open`] sets it from its config).
+pub fn set_capacity(bytes: usize) {
+    let mut pages = PAGES.lock();
+    CAPACITY.store(bytes, Ordering::Relaxed);
+    pages.set_max_bytes(bytes);
+}
+
+/// New pages one read of hours may keep: a [`DECODED_PAGES_SCAN_DIVISOR`]th of the cache.
+pub fn scan_budget() -> usize {
+    CAPACITY.load(Ordering::Relaxed) / DECODED_PAGES_SCAN_DIVISOR
+}
+
 /// Drops the pages of a segment that is closing (its number is never used again).
 pub fn forget_segment(segment: u64) {
     PAGES.lock().forget(|k| k.0 == segment);
@@ -157,7 +174,7 @@ pub fn stats() -> DecodedPagesStats {
     DecodedPagesStats {
         entries,
         bytes,
-        capacity: DECODED_PAGES_BYTES_MAX,
+        capacity: CAPACITY.load(Ordering::Relaxed),
         hits: HITS.load(Ordering::Relaxed),
         misses: MISSES.load(Ordering::Relaxed),
     }
