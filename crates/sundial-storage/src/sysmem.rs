@@ -27,17 +27,19 @@ fn meminfo_total(meminfo: &str) -> Option<u64> {
 /// The default memtable budget for a process that may use `memory` bytes: see
 /// [`limits::MEMTABLE_MEMORY_DIVISOR`].
 pub fn memtable_bytes_default(memory: Option<u64>) -> usize {
-    let Some(m) = memory else { return limits::MEMTABLE_BYTES_DEFAULT_MIN };
-    let share = usize::try_from(m / limits::MEMTABLE_MEMORY_DIVISOR).unwrap_or(usize::MAX);
-    share.clamp(limits::MEMTABLE_BYTES_DEFAULT_MIN, limits::MEMTABLE_BYTES_DEFAULT_MAX)
+    memory_share(memory, limits::MEMTABLE_MEMORY_DIVISOR, limits::MEMTABLE_BYTES_DEFAULT_MIN, limits::MEMTABLE_BYTES_DEFAULT_MAX)
 }
 
 /// The default memory for decoded pages for a process that may use `memory` bytes: see
 /// [`limits::DECODED_PAGES_MEMORY_DIVISOR`].
 pub fn decoded_pages_bytes_default(memory: Option<u64>) -> usize {
-    let Some(m) = memory else { return limits::DECODED_PAGES_BYTES_DEFAULT_MIN };
-    let share = usize::try_from(m / limits::DECODED_PAGES_MEMORY_DIVISOR).unwrap_or(usize::MAX);
-    share.clamp(limits::DECODED_PAGES_BYTES_DEFAULT_MIN, limits::DECODED_PAGES_BYTES_DEFAULT_MAX)
+    memory_share(memory, limits::DECODED_PAGES_MEMORY_DIVISOR, limits::DECODED_PAGES_BYTES_DEFAULT_MIN, limits::DECODED_PAGES_BYTES_DEFAULT_MAX)
+}
+
+/// A `divisor`th of `memory` within `min..=max`; `min` where the memory is unknown.
+fn memory_share(memory: Option<u64>, divisor: u64, min: usize, max: usize) -> usize {
+    let Some(m) = memory else { return min };
+    usize::try_from(m / divisor).unwrap_or(usize::MAX).clamp(min, max)
 }
 
 #[cfg(test)]

@@ -17,8 +17,9 @@
 //! read asking for more pages than the cache holds would push out each page before the next statement
 //! asks for it again, every page decoded whole and packed for nothing (ClickHouse's
 //! `merge_tree_max_bytes_to_use_cache` bounds its uncompressed cache the same way). TSBS's threshold over
-//! 4,000 hosts × 12 hours asks for some 46,600 pages a statement, 86 MiB packed: at the default size
-//! (a 64th of the memory, [`crate::limits::DECODED_PAGES_MEMORY_DIVISOR`]) two statements keep them all.
+//! 4,000 hosts × 12 hours asks for some 46,600 pages a statement, 86 MiB packed: at the default size on
+//! a machine of 24 GiB (a 64th of the memory, [`crate::limits::DECODED_PAGES_MEMORY_DIVISOR`]) the first
+//! statement keeps them all.
 //!
 //! A page is kept frame-of-reference packed: each value's [`Word::to_key`] less the page's smallest,
 //! in the fewest whole bytes (1, 2, 4 or 8) that hold the largest. TSBS's integer fields (0–100) take
